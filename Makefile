@@ -1,0 +1,52 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each creates .venv on first use.
+# llama-cpp-python compiles from source once (~7 min on 2 cores); pip keeps the built wheel in its
+# cache and the stamp below keeps later runs from reinstalling anything.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# llama.cpp is built for a fixed, portable x86-64 feature set (AVX2/FMA/F16C, no AVX-512, no AMX):
+# the same kernels on every machine give the same scores, and llama.cpp's AMX path crashes on these
+# VMs (see docs/development.md). The wheel is cached per flavour outside the checkout; a second
+# `make` never rebuilds it. For CUDA: `make LLAMA_FLAVOR=cuda` (docs/development.md).
+LLAMA_VERSION := 0.3.36
+LLAMA_FLAVOR  ?= cpu-avx2
+LLAMA_CMAKE_cpu-avx2 := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_CMAKE_cuda := $(LLAMA_CMAKE_cpu-avx2) -DGGML_CUDA=on
+WHEEL_CACHE := $(HOME)/.cache/semif-shadow/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_FLAVOR)
+
+.PHONY: demo test lint pytest bench clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	ls $(WHEEL_CACHE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	  echo "Building llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_FLAVOR)) once: about 7 minutes on 2 cores"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_$(LLAMA_FLAVOR))" $(BIN)/pip wheel --no-deps --no-cache-dir \
+	    --no-binary llama-cpp-python -w $(WHEEL_CACHE).tmp llama-cpp-python==$(LLAMA_VERSION) && \
+	  rm -rf $(WHEEL_CACHE) && mv $(WHEEL_CACHE).tmp $(WHEEL_CACHE); }
+	$(BIN)/pip install --progress-bar off --force-reinstall --no-deps $(WHEEL_CACHE)/llama_cpp_python-*.whl
+	$(BIN)/pip install --progress-bar off -e '.[dev]'
+	$(BIN)/semif-shadow model system-info > $(VENV)/llama-system-info.txt
+	@echo "llama.cpp build: $$(cat $(VENV)/llama-system-info.txt)"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/semif-shadow demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/scorer.py
+
+clean-venv:
+	rm -rf $(VENV)

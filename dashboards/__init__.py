@@ -1,0 +1,1 @@
+"""The weekly rollout review report and the Grafana dashboards."""

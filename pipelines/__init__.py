@@ -1,0 +1,1 @@
+"""Scheduled DuckDB jobs over the shadow records: agreement, calibration, drift, thresholds, cost."""

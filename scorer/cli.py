@@ -1,0 +1,124 @@
+"""`semif-shadow score` and `semif-shadow model`: the scorer from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("score")
+@click.option("--request", "request_file", type=click.File("r"), default=None,
+              help="SemIf request JSON file ('-' for stdin). Without it, build one from the flags below.")
+@click.option("--question", default=None, help="The decision's question.")
+@click.option("--option", "options", multiple=True, metavar="ID=TEXT",
+              help="An option, in order (repeat). 'billing' alone means id = text.")
+@click.option("--state", default=None, help="The free-text state ('-' for stdin).")
+@click.option("--decision-id", default="cli-1", show_default=True, help="Echoed back unchanged.")
+@click.option("--decision-type", default=None, help="Catalog name (prefix cache key).")
+@click.option("--normalization", type=click.Choice(["none", "per_token", "per_char", "pmi"]), default="none",
+              show_default=True, help="How option scores are normalized before the softmax.")
+@click.option("--return-prompt", is_flag=True, help="Include the rendered prompt and option token ids.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="GGUF file (default: SCORER_MODEL_PATH, else the embedded Gemma 3 270M).")
+def score(request_file: Any, question: str | None, options: tuple[str, ...], state: str | None,
+          decision_id: str, decision_type: str | None, normalization: str, return_prompt: bool,
+          model_path: Path | None) -> None:
+    r"""Score one decision and print the SemIf response.
+
+    \b
+    Examples:
+      semif-shadow score --request decision.json
+      echo '{"decision_id": "d1", ...}' | semif-shadow score --request -
+      semif-shadow score --question "Which team should handle this ticket?" \
+          --option billing="Billing" --option tech="Technical support" \
+          --state "I was charged twice this month" --normalization pmi
+    """
+    from scorer.contract import parse_request  # noqa: PLC0415  (keep --help fast)
+    from scorer.engine import Engine  # noqa: PLC0415
+    from scorer.errors import ScorerError, SemIfError  # noqa: PLC0415
+    from scorer.settings import ScorerSettings  # noqa: PLC0415
+
+    if request_file is not None:
+        try:
+            payload = json.load(request_file)
+        except json.JSONDecodeError as exc:
+            raise click.ClickException(f"--request is not valid JSON: {exc}") from exc
+    else:
+        if question is None or not options or state is None:
+            raise click.UsageError("give --request FILE, or --question, --option (2+) and --state")
+        payload = {
+            "decision_id": decision_id, "question": question,
+            "state": sys.stdin.read() if state == "-" else state,
+            "options": [_parse_option(o) for o in options],
+            "scoring": {"normalization": normalization, "return_prompt": return_prompt},
+        }
+        if decision_type:
+            payload["decision_type"] = decision_type
+    settings = ScorerSettings() if model_path is None else ScorerSettings(model_path=model_path)
+    try:
+        request = parse_request(payload)
+        engine = Engine.from_settings(settings)
+        try:
+            response = engine.score(request)
+        finally:
+            engine.close()
+    except SemIfError as exc:
+        click.echo(json.dumps(exc.to_json(), indent=2), err=True)
+        raise SystemExit(2) from exc
+    except ScorerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+
+
+def _parse_option(spec: str) -> dict[str, str]:
+    option_id, sep, text = spec.partition("=")
+    return {"id": option_id, "text": text} if sep else {"id": spec, "text": spec}
+
+
+@click.group("model")
+def model() -> None:
+    """Inspect the scorer's model and llama.cpp build.
+
+    \b
+    Examples:
+      semif-shadow model info
+      semif-shadow model system-info
+    """
+
+
+@model.command("info")
+@click.option("--model", "model_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="GGUF file (default: SCORER_MODEL_PATH, else the embedded default).")
+def info(model_path: Path | None) -> None:
+    """Load the model and print its pinned identity as JSON.
+
+    \b
+    Example:
+      SCORER_N_THREADS=2 semif-shadow model info
+    """
+    from scorer.engine import Engine  # noqa: PLC0415
+    from scorer.settings import ScorerSettings  # noqa: PLC0415
+
+    settings = ScorerSettings() if model_path is None else ScorerSettings(model_path=model_path)
+    engine = Engine.from_settings(settings)
+    try:
+        click.echo(json.dumps(engine.identity.to_json(), indent=2))
+    finally:
+        engine.close()
+
+
+@model.command("system-info")
+def system_info() -> None:
+    """Print the CPU/GPU features llama.cpp was built with (llama_print_system_info).
+
+    \b
+    Example:
+      semif-shadow model system-info
+    """
+    from scorer import runtime  # noqa: PLC0415
+
+    click.echo(f"{runtime.ggml_commit()} | {runtime.system_info()}")

