@@ -1,0 +1,40 @@
+"""The narrow interface between the sidecar and the record store.
+
+The sidecar (``shadow/``) calls exactly these three coroutines; the store (``shadow/records/``)
+implements them. Rows are plain dicts keyed by the records-v1 column names (``schema.py``); the store
+fills ``record_version`` and ``writer_id``.
+
+Promises, per records-v1 and issue 5:
+
+* ``accept`` returns once the decision is durably noted as accepted (group-committed journal): if the
+  process dies before its proposal is written, recovery writes a ``lost`` / ``crash_recovery`` row.
+  It raises ``SinkFull`` when the local disk bound is reached (the caller drops with ``disk_full``).
+* ``proposal`` completes an accepted decision (or records a dropped one: every offered decision gets
+  exactly one proposals row). It may return before the row is fsynced; the pending mark covers it.
+* ``outcome`` returns only once the outcome is durable (the mirror API acknowledges after it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class SinkFull(Exception):  # noqa: N818  (a condition, not a bug)
+    """The store's local disk bound is reached; new decisions must be dropped (``disk_full``)."""
+
+
+class RecordSink(Protocol):
+    """Where finished records go."""
+
+    async def accept(self, decision_id: str, decision_type: str, received_at_us: int,
+                     option_ids: list[str]) -> None:
+        """Durably note an accepted decision before it is scored."""
+
+    async def proposal(self, row: dict[str, Any]) -> None:
+        """Write one proposals row (scored, or with its status and reason)."""
+
+    async def outcome(self, row: dict[str, Any]) -> None:
+        """Write one outcomes row; return only when it is durable."""
+
+    async def close(self) -> None:
+        """Flush everything and roll open files over to Parquet."""
