@@ -1,5 +1,8 @@
-"""records-v1 as Arrow schemas (``../shared/spec/records-v1.md``): the one definition both the writer
-and the pipelines read."""
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""records-v1 as Arrow schemas (``../shared/spec/records-v1.md``).
+
+The one definition both the writer and the pipelines read.
+"""
 
 from __future__ import annotations
 

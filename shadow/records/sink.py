@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The narrow interface between the sidecar and the record store.
 
 The sidecar (``shadow/``) calls exactly these three coroutines; the store (``shadow/records/``)

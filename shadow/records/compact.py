@@ -1,0 +1,147 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Small-file compaction: merge a partition's small files into one, never a duplicate or a gap.
+
+One run over a partition:
+
+1. Clean-up: files hidden by a compact file (``layout.py``'s reading rule) whose compact file is older
+   than ``grace_s`` are deleted (readers that listed before the merge had that long to finish).
+2. Merge: the visible files smaller than ``max_file_bytes`` and older than ``min_age_s`` (so a writer
+   that republishes a segment after a crash is long done with it), if two or more, are read and written
+   as one ``compact-<seq>.parquet`` whose metadata names every file it replaces, transitively. It is
+   written aside and renamed (local) or uploaded whole (S3): from that instant the sources are hidden.
+3. With ``grace_s == 0`` the sources are deleted at once.
+
+At every instant a reader following the rule sees each row once. Run one compaction per root at a
+time: on a local root a lock file enforces it; on S3 the operator must (one scheduled job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from shadow.records.errors import CompactionError
+from shadow.records.layout import (
+    COMPACT_PREFIX,
+    REPLACES_KEY,
+    DataFile,
+    data_files,
+    replaced_by,
+    split_visible,
+)
+from shadow.records.parquet import COMPRESSION, FORMAT_KEY, write_atomic
+from shadow.records.rows import DATASETS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+DEFAULT_MIN_AGE_S = 600.0
+DEFAULT_GRACE_S = 300.0
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class CompactResult:
+    """What one compaction run did."""
+
+    merged: list[str] = field(default_factory=list)
+    sources: int = 0
+    rows: int = 0
+    deleted: int = 0
+
+
+@dataclass(frozen=True)
+class CompactPolicy:
+    """Which files a run merges and when it deletes what it replaced."""
+
+    min_age_s: float = DEFAULT_MIN_AGE_S
+    grace_s: float = DEFAULT_GRACE_S
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+def partitions(fs: pafs.FileSystem, base: str, dataset: str) -> list[str]:
+    """Every partition folder of ``dataset`` that holds data files."""
+    return sorted({f.folder for f in data_files(fs, f"{base}/{dataset}")})
+
+
+@contextlib.contextmanager
+def root_lock(fs: pafs.FileSystem, base: str) -> Iterator[None]:
+    """One compaction at a time on a local root (a no-op on S3: see the module docstring)."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        yield
+        return
+    lock_path = Path(base) / ".compact.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise CompactionError(f"another compaction holds {lock_path}") from exc
+        yield
+
+
+def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: CompactPolicy) -> CompactResult:
+    """One compaction run over one partition folder (see the module docstring)."""
+    result = CompactResult()
+    now = time.time()
+    files = data_files(fs, folder, recursive=False)
+    visible, hidden = split_visible(fs, files)
+    for path, cover in hidden.items():
+        if now - cover.mtime_s >= policy.grace_s:
+            fs.delete_file(path)
+            result.deleted += 1
+    sources = [f for f in visible if f.size < policy.max_file_bytes and now - f.mtime_s >= policy.min_age_s]
+    if len(sources) < 2:
+        return result
+    replaces = sorted({name for f in sources for name in (f.name, *replaced_by(fs, f))})
+    table = pa.concat_tables([_read(fs, f, dataset) for f in sources])
+    target = f"{folder}/{COMPACT_PREFIX}{time.time_ns() // 1000:016d}.parquet"
+    _write(fs, table, target, {REPLACES_KEY: json.dumps(replaces).encode()})
+    result.merged.append(target)
+    result.sources, result.rows = len(sources), table.num_rows
+    if policy.grace_s <= 0:
+        for f in sources:
+            fs.delete_file(f.path)
+        result.deleted += len(sources)
+    return result
+
+
+def _read(fs: pafs.FileSystem, file: DataFile, dataset: str) -> pa.Table:
+    with fs.open_input_file(file.path) as fh:
+        table = pq.read_table(fh)
+    schema = DATASETS[dataset]
+    if not table.schema.equals(schema, check_metadata=False):
+        raise CompactionError(f"{file.path} does not have the records-v1 {dataset} schema")
+    return table.replace_schema_metadata(None)
+
+
+def _write(fs: pafs.FileSystem, table: pa.Table, target: str, metadata: dict[bytes, bytes]) -> None:
+    if isinstance(fs, pafs.LocalFileSystem):
+        write_atomic(table, Path(target), metadata)
+        return
+    table = table.replace_schema_metadata({FORMAT_KEY: b"v1", **metadata})
+    with fs.open_output_stream(target) as out:  # an S3 object appears only once complete
+        pq.write_table(table, out, compression=COMPRESSION)
+
+
+def compact_root(fs: pafs.FileSystem, base: str, policy: CompactPolicy,
+                 only: str | None = None) -> list[tuple[str, CompactResult]]:
+    """Compact every partition of both datasets (or the ``only`` folder, relative to the root)."""
+    done: list[tuple[str, CompactResult]] = []
+    with root_lock(fs, base):
+        for dataset in DATASETS:
+            for folder in partitions(fs, base, dataset):
+                relative = folder.removeprefix(base).strip("/")
+                if only is not None and relative != only.strip("/"):
+                    continue
+                done.append((relative, compact_partition(fs, folder, dataset, policy)))
+    return done

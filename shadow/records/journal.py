@@ -1,0 +1,164 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""The group-committed journal: records are appended in memory and made durable in groups.
+
+One commit task owns the disk: it waits for the first record of a group, lets the group fill for at
+most ``group_commit_ms``, then writes the whole group and fsyncs it once, in the journal's own IO
+thread (never on the event loop), and only then wakes the records that wait for durability. The fsync
+policy decides what one commit does: ``group`` one fsync per group, ``always`` one write and fsync per
+record, ``none`` a write and no fsync. Writers that would push the unflushed buffer past
+``buffer_bytes`` wait for the next commit (bounded memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from shadow.records.errors import RecordsError
+from shadow.records.segments import SegmentFile, fsync_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from shadow.records.settings import RecordSettings
+
+log = logging.getLogger(__name__)
+
+
+class Journal:
+    """Append frames; ``durable`` ones return once on disk; ``seal`` starts a new segment."""
+
+    def __init__(self, settings: RecordSettings, first_seq: int, on_commit: Callable[[int], None]) -> None:
+        self._settings = settings
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-journal")
+        self._segment = SegmentFile(settings.journal_dir, first_seq)
+        self._frames: list[bytes] = []
+        self._size = 0
+        self._waiters: list[asyncio.Future[None]] = []
+        self._wake = asyncio.Event()
+        self._committed = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._on_commit = on_commit
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def segment(self) -> SegmentFile:
+        """The segment being appended to."""
+        return self._segment
+
+    def start(self) -> None:
+        """Start the commit task (owned here, cancelled by ``stop``)."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="records-journal-commit")
+
+    def append(self, frame: bytes) -> None:
+        """Buffer one frame; it reaches the disk with the next commit."""
+        self._frames.append(frame)
+        self._size += len(frame)
+        self._wake.set()
+
+    async def durable(self, frame: bytes) -> None:
+        """Buffer one frame and return once it is committed (per the fsync policy)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        self.append(frame)
+        await waiter
+
+    async def room(self) -> None:
+        """Wait while the unflushed buffer is over its bound."""
+        while self._size >= self._settings.buffer_bytes:
+            self._committed.clear()
+            await self._committed.wait()
+
+    async def _run(self) -> None:
+        window = self._settings.group_commit_ms / 1000
+        while True:
+            await self._wake.wait()
+            if window and self._size < self._settings.buffer_bytes:
+                await asyncio.sleep(window)
+            try:
+                await self.flush()
+            except RecordsError:
+                log.exception("journal commit failed; the waiting writers got the error")
+                await asyncio.sleep(window or 0.01)
+
+    async def flush(self) -> None:
+        """Commit everything buffered so far."""
+        async with self._lock:
+            await self._flush_locked()
+
+    async def _flush_locked(self) -> None:
+        frames, waiters = self._frames, self._waiters
+        self._frames, self._waiters, self._size = [], [], 0
+        self._wake.clear()
+        if not frames:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._io, self._commit, frames)
+        except OSError as exc:
+            error = RecordsError(f"journal write failed: {exc.strerror or exc}")
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(error)
+            raise error from exc
+        finally:
+            self._committed.set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._on_commit(sum(map(len, frames)))
+
+    def _commit(self, frames: list[bytes]) -> None:
+        policy, segment = self._settings.fsync, self._segment
+        if policy == "always":
+            for frame in frames:
+                segment.write(frame)
+                segment.fsync()
+            return
+        segment.write(b"".join(frames))
+        if policy == "group":
+            segment.fsync()
+
+    async def seal(self, carry: Callable[[], list[bytes]], next_seq: int) -> SegmentFile:
+        """Close the current segment and start ``next_seq``, whose first frames are ``carry()``.
+
+        The carried frames (accepted decisions not yet proposed) are fsynced before this returns, so
+        the sealed segment may be published and deleted without losing them.
+        """
+        async with self._lock:
+            await self._flush_locked()
+            sealed = self._segment
+            frames = carry()
+            loop = asyncio.get_running_loop()
+            self._segment = await loop.run_in_executor(self._io, self._rotate, sealed, next_seq, frames)
+            self._on_commit(self._segment.size)
+            return sealed
+
+    def _rotate(self, sealed: SegmentFile, next_seq: int, frames: list[bytes]) -> SegmentFile:
+        if self._settings.fsync != "none":
+            sealed.fsync()
+        sealed.close()
+        fresh = SegmentFile(self._settings.journal_dir, next_seq)
+        if frames:
+            fresh.write(b"".join(frames))
+            fresh.fsync()
+        return fresh
+
+    async def stop(self) -> None:
+        """Commit what is buffered, stop the commit task and close the segment."""
+        await self.flush()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await asyncio.get_running_loop().run_in_executor(self._io, self._close_segment)
+        self._io.shutdown(wait=True)
+
+    def _close_segment(self) -> None:
+        if self._settings.fsync != "none":
+            self._segment.fsync()
+        self._segment.close()
+        fsync_dir(self._settings.journal_dir)

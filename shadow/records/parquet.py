@@ -1,0 +1,86 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Roll-over: a sealed journal segment becomes complete Parquet files, or nothing.
+
+Each partition's rows go to ``<root>/<dataset>/decision_type=<t>/date=<d>/<writer_id>-<seq>.parquet``,
+written aside as ``.<name>.tmp`` (a hidden name readers skip), fsynced, renamed into place and the
+folder fsynced: a reader sees the whole file or none. ``seq`` is the segment's number, so publishing
+the same segment again (after a crash between the renames and the segment's removal) writes the same
+files with the same rows over themselves: never a duplicate. The segment is removed only afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shadow.records import rows as rowlib
+from shadow.records.segments import OUTCOME, PROPOSAL, SegmentRead, fsync_dir, read_segment, segment_seq
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+COMPRESSION = "zstd"
+FORMAT_KEY = b"semif.records"
+
+
+@dataclass
+class Published:
+    """What publishing one segment produced."""
+
+    files: list[Path] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=lambda: {"proposals": 0, "outcomes": 0})
+    torn_bytes: int = 0
+
+    @property
+    def bytes(self) -> int:
+        """Total size of the files written."""
+        return sum(p.stat().st_size for p in self.files)
+
+
+def segment_rows(read: SegmentRead) -> dict[str, list[dict[str, Any]]]:
+    """The proposals and outcomes rows a segment holds, in order (accept marks are not rows)."""
+    out: dict[str, list[dict[str, Any]]] = {"proposals": [], "outcomes": []}
+    for kind, body in read.frames:
+        if kind == PROPOSAL:
+            out["proposals"].append(orjson.loads(body))
+        elif kind == OUTCOME:
+            out["outcomes"].append(orjson.loads(body))
+    return out
+
+
+def write_atomic(table: pa.Table, target: Path, metadata: dict[bytes, bytes] | None = None) -> None:
+    """Write ``table`` to ``target`` so that no reader ever sees a partial file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    schema_meta = {**(table.schema.metadata or {}), FORMAT_KEY: b"v1", **(metadata or {})}
+    with tmp.open("wb") as fh:
+        pq.write_table(table.replace_schema_metadata(schema_meta), fh, compression=COMPRESSION)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(target)
+    fsync_dir(target.parent)
+
+
+def publish_segment(segment: Path, local_root: Path, writer_id: str) -> Published:
+    """Write every row of ``segment`` into its partition's file under ``local_root``."""
+    read = read_segment(segment)
+    seq = segment_seq(segment)
+    result = Published(torn_bytes=read.torn_bytes)
+    for dataset, rows in segment_rows(read).items():
+        result.rows[dataset] = len(rows)
+        for part, part_rows in rowlib.partitioned(dataset, rows).items():
+            target = local_root / part / f"{writer_id}-{seq:016d}.parquet"
+            write_atomic(rowlib.to_table(dataset, part_rows), target)
+            result.files.append(target)
+    return result
+
+
+def remove_segment(segment: Path) -> None:
+    """Delete a published segment, durably."""
+    segment.unlink(missing_ok=True)
+    fsync_dir(segment.parent)

@@ -1,0 +1,120 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Upload to S3: staged Parquet files go up whole, checked, encrypted, and leave the disk only then.
+
+A file smaller than ``s3_multipart_bytes`` goes up in one ``PutObject`` with its ``Content-MD5``;
+a larger one as a multipart upload with a ``Content-MD5`` per part. Either way the returned ETag is
+checked against the MD5s computed here (an object appears only when complete, so readers never see a
+part). The staged file is deleted only after that check. When S3 is down the uploader keeps the files
+and retries with capped exponential back-off; the store's disk bound protects the spool meanwhile.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shadow.records.errors import UploadFailed
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadow.records.settings import RecordSettings
+
+
+def make_client(settings: RecordSettings) -> Any:
+    """A boto3 S3 client with short timeouts and no hidden retries (the uploader retries itself)."""
+    config = Config(connect_timeout=settings.s3_timeout_s, read_timeout=settings.s3_timeout_s,
+                    retries={"total_max_attempts": 1}, request_checksum_calculation="when_required",
+                    response_checksum_validation="when_required")
+    return boto3.client("s3", endpoint_url=settings.s3_endpoint_url, region_name=settings.s3_region,
+                        config=config)
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode("ascii")
+
+
+class S3Uploader:
+    """Puts staged files under ``s3://bucket/prefix/<relative path>``."""
+
+    def __init__(self, settings: RecordSettings, client: Any | None = None) -> None:
+        self._settings = settings
+        self._bucket, self._prefix = settings.s3_location()
+        self._client = client if client is not None else make_client(settings)
+
+    def key_for(self, relative: str) -> str:
+        """The object key of a file at ``relative`` under the staging folder."""
+        return f"{self._prefix}/{relative}" if self._prefix else relative
+
+    def _sse(self) -> dict[str, str]:
+        if self._settings.s3_sse == "none":
+            return {}
+        args: dict[str, str] = {"ServerSideEncryption": self._settings.s3_sse}
+        if self._settings.s3_sse == "aws:kms" and self._settings.s3_sse_kms_key_id:
+            args["SSEKMSKeyId"] = self._settings.s3_sse_kms_key_id
+        return args
+
+    def upload(self, path: Path, relative: str) -> str:
+        """Upload one file and check its ETag; returns the key. Raises ``UploadFailed``."""
+        key = self.key_for(relative)
+        try:
+            if path.stat().st_size < self._settings.s3_multipart_bytes:
+                self._put(path, key)
+            else:
+                self._multipart(path, key)
+        except (BotoCoreError, ClientError, OSError) as exc:
+            raise UploadFailed(f"upload of {relative} failed: {exc}") from exc
+        return key
+
+    def _put(self, path: Path, key: str) -> None:
+        body = path.read_bytes()
+        digest = hashlib.md5(body, usedforsecurity=False).digest()
+        reply = self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentMD5=_b64(digest),
+                                        **self._sse())
+        self._check_etag(key, reply["ETag"], digest.hex())
+
+    def _multipart(self, path: Path, key: str) -> None:
+        created = self._client.create_multipart_upload(Bucket=self._bucket, Key=key, **self._sse())
+        upload_id = created["UploadId"]
+        try:
+            parts, digests = self._send_parts(path, key, upload_id)
+            self._client.complete_multipart_upload(
+                Bucket=self._bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
+        except Exception:
+            self._client.abort_multipart_upload(Bucket=self._bucket, Key=key, UploadId=upload_id)
+            raise
+        whole = hashlib.md5(b"".join(digests), usedforsecurity=False).hexdigest()
+        etag = self._client.head_object(Bucket=self._bucket, Key=key)["ETag"]
+        self._check_etag(key, etag, f"{whole}-{len(digests)}")
+
+    def _send_parts(self, path: Path, key: str, upload_id: str) -> tuple[list[dict[str, Any]], list[bytes]]:
+        parts: list[dict[str, Any]] = []
+        digests: list[bytes] = []
+        with path.open("rb") as fh:
+            while chunk := fh.read(self._settings.s3_multipart_bytes):
+                digest = hashlib.md5(chunk, usedforsecurity=False).digest()
+                number = len(parts) + 1
+                reply = self._client.upload_part(Bucket=self._bucket, Key=key, UploadId=upload_id,
+                                                 PartNumber=number, Body=chunk, ContentMD5=_b64(digest))
+                parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+                digests.append(digest)
+        return parts, digests
+
+    @staticmethod
+    def _check_etag(key: str, etag: str, expected: str) -> None:
+        if etag.strip('"') != expected:
+            raise UploadFailed(f"{key}: S3 ETag {etag} does not match the content sent ({expected})")
+
+
+def staged_files(staging_dir: Path) -> list[tuple[Path, str]]:
+    """Finished files waiting for upload, oldest first, with their path relative to the staging folder."""
+    if not staging_dir.is_dir():
+        return []
+    files = [p for p in staging_dir.rglob("*.parquet") if not p.name.startswith(".")]
+    files.sort(key=lambda p: p.name)
+    return [(p, p.relative_to(staging_dir).as_posix()) for p in files]

@@ -1,0 +1,128 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Journal segments on disk: checksummed frames appended to ``<seq>.wal`` files.
+
+A frame is ``magic (1) | kind (1) | length (4) | crc32 (4) | payload``, little-endian; the CRC covers
+the kind and the payload. A reader stops at the first frame that is short or fails its checksum (a
+write torn by a crash) and reports how many bytes it skipped: a torn record is counted, never parsed.
+Kinds: ``A`` an accepted decision, ``P`` a proposals row, ``O`` an outcomes row.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import orjson
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MAGIC: Final = 0xA5
+HEADER = struct.Struct("<BBII")
+ACCEPT: Final = ord("A")
+PROPOSAL: Final = ord("P")
+OUTCOME: Final = ord("O")
+KINDS: Final = frozenset({ACCEPT, PROPOSAL, OUTCOME})
+SUFFIX: Final = ".wal"
+
+
+def encode(kind: int, payload: object) -> bytes:
+    """One frame holding ``payload`` as JSON."""
+    body = orjson.dumps(payload)
+    return HEADER.pack(MAGIC, kind, len(body), zlib.crc32(body, kind)) + body
+
+
+@dataclass(frozen=True)
+class SegmentRead:
+    """What a segment holds: its whole frames, and the torn tail a crash may have left."""
+
+    frames: list[tuple[int, bytes]]
+    torn_bytes: int
+
+    @property
+    def torn(self) -> bool:
+        """Whether the segment ends in a frame that failed its length or checksum check."""
+        return self.torn_bytes > 0
+
+
+def read_segment(path: Path) -> SegmentRead:
+    """Every whole frame of ``path`` in order; stops at the first short or corrupt frame."""
+    data = path.read_bytes()
+    frames: list[tuple[int, bytes]] = []
+    pos, end = 0, len(data)
+    while pos + HEADER.size <= end:
+        magic, kind, length, crc = HEADER.unpack_from(data, pos)
+        body_at = pos + HEADER.size
+        if magic != MAGIC or kind not in KINDS or body_at + length > end:
+            break
+        body = data[body_at:body_at + length]
+        if zlib.crc32(body, kind) != crc:
+            break
+        frames.append((kind, body))
+        pos = body_at + length
+    return SegmentRead(frames=frames, torn_bytes=end - pos)
+
+
+def segment_seq(path: Path) -> int:
+    """The sequence number a segment file is named by."""
+    return int(path.stem)
+
+
+def list_segments(journal_dir: Path) -> list[Path]:
+    """Segment files in the order they were written."""
+    if not journal_dir.is_dir():
+        return []
+    return sorted(journal_dir.glob(f"*{SUFFIX}"), key=segment_seq)
+
+
+def next_seq(journal_dir: Path, at_least: int = 0) -> int:
+    """A sequence number above every segment's, and above the clock in microseconds.
+
+    Time-based numbers keep file names unique even when the spool folder is wiped between runs.
+    """
+    segments = list_segments(journal_dir)
+    last = segment_seq(segments[-1]) if segments else 0
+    return max(last + 1, at_least, time.time_ns() // 1000)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentFile:
+    """One open segment, appended to by the journal's IO thread only."""
+
+    def __init__(self, journal_dir: Path, seq: int) -> None:
+        journal_dir.mkdir(parents=True, exist_ok=True)
+        self.seq = seq
+        self.path = journal_dir / f"{seq:016d}{SUFFIX}"
+        self.opened_at = time.monotonic()
+        self.size = 0
+        self.frames = 0
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fsync_dir(journal_dir)
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (whole frames) to the file (the OS may still hold it in memory)."""
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.size += len(data)
+
+    def fsync(self) -> None:
+        """Force what was written to disk (``fdatasync``: the size change is what matters)."""
+        os.fdatasync(self._fd)
+
+    def close(self) -> None:
+        """Close the file descriptor."""
+        os.close(self._fd)
