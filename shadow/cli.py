@@ -8,6 +8,7 @@ import click
 
 from scorer.cli import model, score
 from scorer.demo import demo
+from shadow.sidecar_cli import sidecar
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,3 +30,4 @@ def main(verbose: bool) -> None:
 main.add_command(score)
 main.add_command(model)
 main.add_command(demo)
+main.add_command(sidecar)

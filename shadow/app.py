@@ -1,0 +1,125 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""The sidecar application: `init_app()` builds the mirror API; every resource lives in a cleanup context.
+
+    runtimes     the catalog made live; backends started (models loaded, client sessions opened)
+    records      the record sink (RecordStore or the simple Parquet sink) and the recorder's writer task
+    mirror       the bounded queue and its worker pool (stopped first: queued decisions become rows)
+    kill switch  a task watching ``SHADOW_KILL_SWITCH_FILE``
+
+Proxy mode adds a second application (`shadow.proxy.init_proxy_app`) on its own port, sharing this
+one's mirror.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from shadow.catalog import load_catalog
+from shadow.dispatch import Dispatcher
+from shadow.keys import CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
+from shadow.metrics import Metrics
+from shadow.middlewares import error_middleware
+from shadow.mirror import Limits, Mirror
+from shadow.recorder import Recorder
+from shadow.routes import setup_routes
+from shadow.rows import RowStamp
+from shadow.runtime import build_runtimes
+from shadow.sinks import open_sink
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from scorer.settings import ScorerSettings
+    from shadow.settings import ShadowSettings
+
+
+def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = None) -> web.Application:
+    """The mirror API application (``/v1/decisions``, ``/v1/outcomes``, ``/metrics``, ``/healthz``)."""
+    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app[SETTINGS] = settings
+    app[CATALOG] = load_catalog(settings.catalog)
+    app[METRICS] = Metrics()
+    app.cleanup_ctx.append(_runtimes_ctx(scorer_settings))
+    app.cleanup_ctx.append(_records_ctx)
+    app.cleanup_ctx.append(_mirror_ctx)
+    app.cleanup_ctx.append(_kill_switch_ctx)
+    setup_routes(app)
+    return app
+
+
+def _runtimes_ctx(scorer_settings: ScorerSettings | None) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        key = app[SETTINGS].redaction_key
+        runtimes = build_runtimes(app[CATALOG], key.get_secret_value().encode() if key else None,
+                                  scorer_settings)
+        started = []
+        try:
+            for backend in runtimes.backends:
+                await backend.start()
+                started.append(backend)
+            app[RUNTIMES] = runtimes
+            yield
+        finally:
+            for backend in started:
+                await backend.close()
+    return ctx
+
+
+async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    stamp = RowStamp(settings.writer_id, app[CATALOG].sha256())
+    async with open_sink(settings, stamp.config_sha256) as sink:
+        recorder = Recorder(sink, app[METRICS], stamp, settings.record_backlog)
+        app[RECORDER] = recorder
+        writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
+        try:
+            yield
+        finally:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            await recorder.drain()
+
+
+async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    recorder = app[RECORDER]
+    dispatcher = Dispatcher(recorder.sink, app[METRICS], recorder.stamp)
+    limits = Limits(settings.queue_max_items, settings.queue_max_bytes, settings.workers)
+    mirror = Mirror(limits, dispatcher, recorder, app[METRICS])
+    mirror.kill_switch = settings.kill_switch
+    app[METRICS].kill_switch.set(int(mirror.kill_switch))
+    app[MIRROR] = mirror
+    mirror.start()
+    try:
+        yield
+    finally:
+        await mirror.stop(settings.shutdown_grace_s)
+
+
+async def _kill_switch_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    if settings.kill_switch_file is None:
+        yield
+        return
+    task = asyncio.create_task(_watch_kill_switch(app), name="shadow-kill-switch")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _watch_kill_switch(app: web.Application) -> None:
+    settings, mirror, metrics = app[SETTINGS], app[MIRROR], app[METRICS]
+    assert settings.kill_switch_file is not None
+    while True:
+        on = settings.kill_switch or settings.kill_switch_file.exists()
+        mirror.kill_switch = on
+        metrics.kill_switch.set(int(on))
+        await asyncio.sleep(settings.kill_switch_poll_s)

@@ -1,0 +1,131 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""The dispatch phase: one queued decision becomes one proposals row.
+
+accept    note the decision with the store (``SinkFull`` -> dropped / disk_full)
+guard     deadline left? spend budget left? breaker closed?
+call      the backend, retried only for retryable answers, with full-jitter backoff that honours
+``Retry-After``, all inside the decision's deadline
+row       scored, or the status / reason of the last failure
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected
+from shadow.records.sink import SinkFull
+from shadow.rows import Decision, RowStamp, Timing, blank_row, not_scored, scored
+
+if TYPE_CHECKING:
+    from shadow.backends.base import ScoreResult
+    from shadow.metrics import Metrics
+    from shadow.records.sink import RecordSink
+    from shadow.runtime import DecisionRuntime
+
+_NOT_BREAKER_FAILURES = (ScorerRejected, InvalidScorerResponse)  # the request's fault, not the endpoint's
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """What the retry loop ended with."""
+
+    result: ScoreResult | None = None
+    status: str = "scored"
+    reason: str | None = None
+    attempts: int = 0
+    scorer_ms: float = 0.0
+
+
+class Dispatcher:
+    """Turns queued decisions into rows; shared by every worker."""
+
+    def __init__(self, sink: RecordSink, metrics: Metrics, stamp: RowStamp) -> None:
+        self.sink = sink
+        self.metrics = metrics
+        self.stamp = stamp
+        self.rng = random.Random()  # noqa: S311  (backoff jitter, not security)
+
+    async def dispatch(self, d: Decision) -> dict[str, Any]:
+        """Score one decision and return its row."""
+        start = time.monotonic()
+        queue_ms = (start - d.received_mono) * 1000
+        prepared = d.rt.rules.prepare(d.state)
+        row = blank_row(d, prepared, self.stamp)
+        row["queue_ms"] = queue_ms
+        try:
+            await self.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids)
+        except SinkFull:
+            return self._not_scored(row, d, "dropped", "disk_full")
+        deadline = d.received_mono + d.rt.dtype.scorer.deadline_s
+        request = {"decision_id": d.decision_id, "decision_type": d.rt.name, "state": prepared.for_scorer,
+                   "question": d.rt.dtype.question, "options": d.rt.options,
+                   "scoring": {"normalization": d.rt.dtype.scorer.normalization}}
+        out = await self.call(d.rt, request, deadline)
+        total_ms = (time.monotonic() - d.received_mono) * 1000
+        if out.result is None:
+            return self._not_scored(row, d, out.status, out.reason or "unknown", out.attempts)
+        self.metrics.scored.labels(d.rt.name).inc()
+        return scored(row, out.result, Timing(queue_ms, out.scorer_ms, total_ms, out.attempts))
+
+    def _not_scored(self, row: dict[str, Any], d: Decision, status: str, reason: str,
+                    attempts: int = 0) -> dict[str, Any]:
+        self.metrics.dropped.labels(d.rt.name, reason).inc()
+        total_ms = (time.monotonic() - d.received_mono) * 1000
+        return not_scored(row, status, reason, total_ms, attempts)
+
+    async def call(self, rt: DecisionRuntime, request: dict[str, Any], deadline: float) -> CallOutcome:
+        """Call the backend until it answers, fails for good, or the budget or deadline runs out."""
+        out = CallOutcome()
+        spec = rt.dtype.scorer
+        while True:
+            refusal = self._refusal(rt, deadline, out)
+            if refusal is not None:
+                out.status, out.reason = refusal
+                return out
+            out.attempts += 1
+            t0 = time.monotonic()
+            try:
+                out.result = await rt.backend.score(request, min(spec.timeout_s, deadline - t0))
+            except ScorerCallError as exc:
+                self._observe(rt, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES))
+                out.status, out.reason = exc.status, exc.reason
+                pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
+                last = not exc.retryable or out.attempts >= spec.max_attempts
+                if last or time.monotonic() + pause >= deadline:
+                    return out
+                self.metrics.retries.labels(rt.backend.name, rt.backend.endpoint).inc()
+                await asyncio.sleep(pause)
+                continue
+            self._observe(rt, t0, out, ok=True)
+            rt.guard.spend_tokens(out.result.tokens)
+            return out
+
+    def _refusal(self, rt: DecisionRuntime, deadline: float, out: CallOutcome) -> tuple[str, str] | None:
+        """Why no (further) call may go out now, as (status, reason); None if it may."""
+        if time.monotonic() >= deadline - 0.001:
+            return ("timeout", "deadline") if out.attempts == 0 else (out.status, out.reason or "deadline")
+        if not rt.guard.allow_call():
+            return "dropped", "budget_exhausted"
+        if not rt.breaker.allow():
+            self.metrics.breaker_state.labels(rt.backend.endpoint).set(int(rt.breaker.state))
+            return "dropped", "circuit_open"
+        return None
+
+    def _observe(self, rt: DecisionRuntime, t0: float, out: CallOutcome, *, ok: bool) -> None:
+        elapsed = time.monotonic() - t0
+        out.scorer_ms += elapsed * 1000
+        self.metrics.scorer_latency.labels(rt.backend.name, rt.backend.endpoint).observe(elapsed)
+        if ok:
+            rt.breaker.success()
+        else:
+            rt.breaker.failure()
+        self.metrics.breaker_state.labels(rt.backend.endpoint).set(int(rt.breaker.state))
+
+    def _backoff(self, base: float, cap: float, attempt: int, retry_after: float | None) -> float:
+        """Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))], at least ``Retry-After``."""
+        pause = self.rng.uniform(0.0, min(cap, base * 2 ** (attempt - 1)))
+        return max(pause, retry_after or 0.0)

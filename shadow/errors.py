@@ -1,0 +1,130 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Errors raised by the sidecar.
+
+The tree::
+
+    ShadowError                     base of everything the sidecar raises on purpose
+    +-- CatalogError                the decision catalog is invalid (names the file and field)
+    +-- RequestError                an API request the sidecar refuses (status, code, field)
+    |   +-- Unauthorized            401 unauthorized: missing or wrong bearer token
+    |   +-- BodyTooLarge            413 body_too_large
+    |   +-- StoreUnavailable        503 store_unavailable: an outcome could not be made durable
+    +-- ScorerCallError             one scorer call failed (raised only by `shadow.backends`)
+        +-- ScorerTimeout           no answer within the attempt's timeout (row status ``timeout``)
+        +-- ScorerOverloaded        503 / overloaded: retryable, honours ``retry_after``
+        +-- ScorerThrottled         429 / throttling: retryable
+        +-- ScorerUnavailable       connection refused or reset: retryable
+        +-- ScorerRejected          the scorer refused the request (4xx): not retryable
+        +-- ScorerFailed            500 or another unexpected answer: not retryable
+        +-- InvalidScorerResponse   an answer that maps to no declared option (``invalid_response``)
+
+Backends translate third-party exceptions into the `ScorerCallError` branch at one boundary each; the
+dispatcher turns them into a proposals row's ``status`` / ``reason``. HTTP handlers render
+`RequestError.to_json()`; the CLI prints one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ShadowError(Exception):
+    """Base of every error the sidecar raises on purpose."""
+
+
+class CatalogError(ShadowError):
+    """The decision catalog does not validate."""
+
+
+class RequestError(ShadowError):
+    """An API request the sidecar refuses, with its wire form."""
+
+    status: ClassVar[int] = 400
+    code: ClassVar[str] = "invalid_request"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_json(self) -> dict[str, Any]:
+        """The error body: ``{"error": {"code", "message", "field"}}``."""
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class Unauthorized(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The decision type requires a bearer token and the request has none or a wrong one."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class BodyTooLarge(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The request body is over ``SHADOW_MAX_BODY_BYTES``."""
+
+    status = 413
+    code = "body_too_large"
+
+
+class StoreUnavailable(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The record store could not make an outcome durable; the client should retry."""
+
+    status = 503
+    code = "store_unavailable"
+
+
+class ScorerCallError(ShadowError):
+    """One scorer call failed; ``status``/``reason`` are what its proposals row says."""
+
+    status: ClassVar[str] = "error"
+    reason: ClassVar[str] = "scorer_error"
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ScorerTimeout(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """No answer within the attempt's timeout."""
+
+    status = "timeout"
+    reason = "scorer_timeout"
+
+
+class ScorerOverloaded(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The scorer answered 503 overloaded (``Retry-After`` honoured within the deadline)."""
+
+    reason = "scorer_overloaded"
+    retryable = True
+
+
+class ScorerThrottled(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The scorer or its API throttled the call (429, ThrottlingException)."""
+
+    reason = "scorer_throttled"
+    retryable = True
+
+
+class ScorerUnavailable(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The connection was refused or reset."""
+
+    reason = "scorer_unavailable"
+    retryable = True
+
+
+class ScorerRejected(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The scorer refused the request as invalid (4xx): retrying cannot help."""
+
+    reason = "scorer_rejected"
+
+
+class ScorerFailed(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The scorer failed (500) or answered something unexpected."""
+
+
+class InvalidScorerResponse(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+    """The answer maps to no declared option, or does not follow SemIf."""
+
+    status = "invalid_response"
+    reason = "no_matching_option"

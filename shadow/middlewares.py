@@ -1,0 +1,40 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""One error middleware: refusals become ``{"error": {"code", "message", "field"}}``; the rest is logged."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from shadow.errors import RequestError
+
+if TYPE_CHECKING:
+    from aiohttp.typedefs import Handler
+
+log = logging.getLogger(__name__)
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+def error_body(status: int, code: str, message: str, field: str | None = None) -> web.Response:
+    """A JSON error response."""
+    return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Render `RequestError` and aiohttp's HTTP errors as JSON; log anything else as a 500."""
+    try:
+        return await handler(request)
+    except RequestError as exc:
+        return web.json_response(exc.to_json(), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        field = "body" if exc.status == 413 else None
+        return error_body(exc.status, _HTTP_CODES.get(exc.status, "http_error"), exc.reason, field)
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        return error_body(500, "internal_error", "unexpected error (logged)")

@@ -1,0 +1,96 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Mirror API bodies: validated with pydantic, errors name the field (``decisions[2].decision_type``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scorer.contract import format_loc
+from shadow.errors import RequestError
+
+MAX_BATCH = 1000
+_M = TypeVar("_M", bound=BaseModel)
+Id = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class DecisionIn(BaseModel):
+    """One mirrored decision: its type (catalog name), id and state."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    decision_type: Id
+    decision_id: Id
+    state: str | dict[str, Any]
+
+
+class DecisionBatch(BaseModel):
+    """Several decisions in one request."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    decisions: Annotated[list[DecisionIn], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class OutcomeIn(BaseModel):
+    """What production actually decided."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision_type: Id
+    decision_id: Id
+    outcome: Annotated[str, Field(min_length=1, max_length=256)]
+    outcome_at: datetime | None = None
+    source: Annotated[str, Field(min_length=1, max_length=64)] = "api"
+
+
+class OutcomeBatch(BaseModel):
+    """Several outcomes in one request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcomes: Annotated[list[OutcomeIn], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+def decode(body: bytes) -> Any:
+    """JSON or a 400 naming the body."""
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError(f"body is not valid JSON: {exc}", field="body") from exc
+
+
+def _validate(model: type[_M], data: Any) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = format_loc(error["loc"])
+        message = f"unknown field {field!r}" if error["type"] == "extra_forbidden" else error["msg"]
+        raise RequestError(f"{field}: {message}" if field else message, field=field or None) from exc
+
+
+def parse_decisions(data: Any) -> tuple[list[DecisionIn], str]:
+    """One decision or ``{"decisions": [...]}``; also returns the field prefix for error messages."""
+    if isinstance(data, dict) and "decisions" in data:
+        return _validate(DecisionBatch, data).decisions, "decisions[{}]."
+    return [_validate(DecisionIn, data)], ""
+
+
+def parse_outcomes(data: Any) -> tuple[list[OutcomeIn], str]:
+    """One outcome or ``{"outcomes": [...]}``."""
+    if isinstance(data, dict) and "outcomes" in data:
+        return _validate(OutcomeBatch, data).outcomes, "outcomes[{}]."
+    return [_validate(OutcomeIn, data)], ""
+
+
+def outcome_row(item: OutcomeIn) -> dict[str, Any]:
+    """The outcomes row (records-v1) for one reported outcome."""
+    at = item.outcome_at or datetime.now(UTC)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return {"decision_id": item.decision_id, "decision_type": item.decision_type, "outcome": item.outcome,
+            "outcome_at": at.astimezone(UTC), "source": item.source}

@@ -1,0 +1,57 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""SHADOW_* settings: one class, built once in `main` and passed in (tests build it directly)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from pathlib import Path  # noqa: TC003  (pydantic needs it at run time)
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PORT = 8470
+DEFAULT_PROXY_PORT = 8471
+MIB = 1024 * 1024
+
+
+def _default_writer_id() -> str:
+    """``<host>_<pid>``, in the characters the record store allows (``[A-Za-z0-9._]``, 64 at most)."""
+    return re.sub(r"[^A-Za-z0-9._]", "_", f"{socket.gethostname()}_{os.getpid()}")[-64:]
+
+
+class ShadowSettings(BaseSettings):
+    """How the sidecar runs. Every field is also a ``SHADOW_<NAME>`` environment variable."""
+
+    model_config = SettingsConfigDict(env_prefix="SHADOW_", extra="ignore")
+
+    catalog: Path = Field(description="decision catalog YAML (see docs/sidecar.md)")
+    host: str = Field(default="127.0.0.1", description="address the API and the proxy listen on")
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="mirror API, /metrics, /healthz")
+    proxy_port: int | None = Field(
+        default=None, ge=0, le=65535, description="proxy mode: listen here and forward to upstream_url")
+    upstream_url: str | None = Field(default=None, description="proxy mode: the production router's base URL")
+    upstream_connect_timeout_s: float = Field(default=5.0, gt=0, description="proxy: connect to upstream")
+    upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
+    upstream_max_connections: int = Field(default=512, ge=1, description="proxy: upstream connection pool")
+    records_root: str = Field(default="shadow-records", description="records folder (or s3://bucket/prefix)")
+    records_spool_dir: Path = Field(default=Path("shadow-spool"), description="record store journal folder")
+    sink: Literal["auto", "store", "simple"] = Field(
+        default="auto", description="record writer: the durable RecordStore, or the simple Parquet sink")
+    writer_id: str = Field(default_factory=_default_writer_id, description="names this sidecar in records")
+    workers: int = Field(default=4, ge=1, le=256, description="concurrent scorer calls")
+    queue_max_items: int = Field(default=1000, ge=1, description="decisions waiting for a worker")
+    queue_max_bytes: int = Field(default=16 * MIB, ge=1024, description="bytes of state waiting for a worker")
+    record_backlog: int = Field(default=100_000, ge=100, description="finished rows waiting for the writer")
+    max_body_bytes: int = Field(default=MIB, ge=1024, description="mirror API request body cap")
+    mirror_max_bytes: int = Field(
+        default=MIB, ge=1024, description="proxy: larger request/response bodies pass through unmirrored")
+    kill_switch: bool = Field(default=False, description="drop every decision (reason kill_switch)")
+    kill_switch_file: Path | None = Field(default=None, description="kill switch on while it exists")
+    kill_switch_poll_s: float = Field(default=1.0, gt=0, description="kill switch file check period")
+    redaction_key: SecretStr | None = Field(default=None, description="HMAC key for hashed state fields")
+    shutdown_grace_s: float = Field(default=5.0, ge=0, description="in-flight calls get this on shutdown")
+    flush_rows: int = Field(default=5000, ge=1, description="simple sink: rows per Parquet file")
+    flush_interval_s: float = Field(default=60.0, gt=0, description="simple sink: max age of buffered rows")

@@ -1,0 +1,123 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""`semif-shadow sidecar`: run the sidecar, or validate a decision catalog."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from shadow.settings import ShadowSettings
+
+
+@click.group("sidecar")
+def sidecar() -> None:
+    r"""The shadow sidecar: mirror API or transparent proxy beside a production service.
+
+    \b
+    Examples:
+      semif-shadow sidecar check-catalog catalog.yaml
+      SHADOW_CATALOG=catalog.yaml semif-shadow sidecar run
+      semif-shadow sidecar run --catalog catalog.yaml --proxy-port 8471 --upstream http://127.0.0.1:8000
+    """
+
+
+@sidecar.command("check-catalog")
+@click.argument("catalog", type=click.Path(path_type=Path, dir_okay=False))
+def check_catalog(catalog: Path) -> None:
+    r"""Validate a decision catalog and list its decision types.
+
+    \b
+    Example:
+      semif-shadow sidecar check-catalog shadow/examples/catalog.yaml
+    """
+    from shadow.catalog import load_catalog  # noqa: PLC0415
+    from shadow.errors import CatalogError  # noqa: PLC0415
+
+    try:
+        parsed = load_catalog(catalog)
+    except CatalogError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for name, dtype in parsed.decision_types.items():
+        mode = f"proxy {dtype.proxy.method} {dtype.proxy.path}" if dtype.proxy else "api"
+        click.echo(f"{name}: {len(dtype.options)} options, rate {dtype.sampling.rate:g}, "
+                   f"{dtype.scorer.backend} {dtype.scorer.endpoint}, {mode}, "
+                   f"ends {dtype.experiment_ends_at.isoformat()}")
+    click.echo(f"ok: {len(parsed.decision_types)} decision types, config_sha256 {parsed.sha256()[:12]}")
+
+
+@sidecar.command("run")
+@click.option("--catalog", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Decision catalog YAML (default: SHADOW_CATALOG).")
+@click.option("--port", type=int, default=None, help="Mirror API port (default: SHADOW_PORT, 8470).")
+@click.option("--proxy-port", type=int, default=None, help="Proxy mode: listen here (SHADOW_PROXY_PORT).")
+@click.option("--upstream", default=None, help="Proxy mode: production base URL (SHADOW_UPSTREAM_URL).")
+def run(catalog: Path | None, port: int | None, proxy_port: int | None, upstream: str | None) -> None:
+    r"""Run the sidecar until SIGINT/SIGTERM. Every setting is also a SHADOW_* variable.
+
+    \b
+    Example:
+      SHADOW_RECORDS_ROOT=/var/lib/shadow semif-shadow sidecar run \
+          --catalog catalog.yaml --proxy-port 8471 --upstream http://127.0.0.1:8000
+    """
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    from shadow.errors import ShadowError  # noqa: PLC0415
+    from shadow.settings import ShadowSettings  # noqa: PLC0415
+
+    overrides = {k: v for k, v in {"catalog": catalog, "port": port, "proxy_port": proxy_port,
+                                   "upstream_url": upstream}.items() if v is not None}
+    try:
+        settings = ShadowSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise click.ClickException(f"settings: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
+    logging.getLogger("shadow.decisions").setLevel(logging.INFO)
+    try:
+        _run_loop(serve(settings))
+    except ShadowError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _run_loop(main: object) -> None:
+    try:
+        import uvloop  # noqa: PLC0415  (optional: faster loop)
+
+        uvloop.run(main)  # type: ignore[arg-type]
+    except ImportError:
+        asyncio.run(main)  # type: ignore[arg-type]
+
+
+async def serve(settings: ShadowSettings) -> None:
+    """Start the API (and the proxy), then wait for a signal and shut down in reverse order."""
+    from aiohttp import web  # noqa: PLC0415
+
+    from shadow.app import init_app  # noqa: PLC0415
+    from shadow.proxy import init_proxy_app  # noqa: PLC0415
+
+    core = init_app(settings)
+    runners = [web.AppRunner(core, access_log=None)]
+    if settings.proxy_port is not None:
+        runners.append(web.AppRunner(init_proxy_app(settings, core), access_log=None))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started: list[web.AppRunner] = []
+    try:
+        for runner, port in zip(runners, [settings.port, settings.proxy_port], strict=False):
+            await runner.setup()
+            started.append(runner)
+            await web.TCPSite(runner, settings.host, port).start()
+            print(f"listening on http://{settings.host}:{port}", file=sys.stderr, flush=True)  # noqa: T201
+        await stop.wait()
+    finally:
+        for runner in reversed(started):
+            with contextlib.suppress(Exception):
+                await runner.cleanup()

@@ -1,0 +1,81 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""Mirror API handlers. ``/v1/decisions`` answers 202 without ever waiting for a scorer or the store."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from shadow import payloads
+from shadow.errors import RequestError, StoreUnavailable, Unauthorized
+from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
+
+if TYPE_CHECKING:
+    from shadow.runtime import DecisionRuntime
+
+
+def _runtime(request: web.Request, name: str, field: str) -> DecisionRuntime:
+    """The decision type by name, after checking the request's bearer token if the type has one."""
+    rt = request.app[RUNTIMES].types.get(name)
+    if rt is None:
+        raise RequestError(f"unknown decision_type {name!r}", field=field)
+    if rt.token is not None:
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {rt.token}".encode()):
+            raise Unauthorized(f"decision type {name!r} needs its bearer token", field="Authorization")
+    return rt
+
+
+async def post_decisions(request: web.Request) -> web.Response:
+    """Offer one decision or a batch; 202 with what was queued and what was dropped (and why)."""
+    body = await request.read()
+    items, prefix = payloads.parse_decisions(payloads.decode(body))
+    runtimes = [_runtime(request, it.decision_type, prefix.format(i) + "decision_type")
+                for i, it in enumerate(items)]
+    mirror = request.app[MIRROR]
+    size = max(1, len(body) // len(items))
+    results = []
+    for item, rt in zip(items, runtimes, strict=True):
+        reason = mirror.offer(rt, item.decision_id, item.state, size)
+        results.append({"decision_id": item.decision_id, "queued": reason is None, "reason": reason})
+    dropped = Counter(r["reason"] for r in results if r["reason"] is not None)
+    return web.json_response({"queued": len(results) - dropped.total(), "dropped": dict(dropped),
+                              "decisions": results}, status=202)
+
+
+async def post_outcomes(request: web.Request) -> web.Response:
+    """Record actual outcomes; answer only once every one is durable."""
+    items, prefix = payloads.parse_outcomes(payloads.decode(await request.read()))
+    for i, item in enumerate(items):
+        rt = _runtime(request, item.decision_type, prefix.format(i) + "decision_type")
+        if item.outcome not in rt.dtype.option_ids:
+            raise RequestError(f"outcome {item.outcome!r} is not an option of {rt.name!r}",
+                               field=prefix.format(i) + "outcome")
+    recorder, metrics = request.app[RECORDER], request.app[METRICS]
+    rows = [payloads.outcome_row(item) for item in items]
+    try:
+        await asyncio.gather(*(recorder.sink.outcome(row) for row in rows))
+    except Exception as exc:
+        raise StoreUnavailable(f"outcome not stored: {exc}") from exc
+    for row in rows:
+        metrics.outcomes.labels(row["decision_type"], row["source"]).inc()
+    return web.json_response({"recorded": len(rows)}, status=200)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness plus the numbers an operator looks at first."""
+    mirror = request.app[MIRROR]
+    breakers = {rt.backend.endpoint: rt.breaker.state.name.lower()
+                for rt in request.app[RUNTIMES].types.values()}
+    return web.json_response({"status": "ok", "queue_depth": mirror.depth, "kill_switch": mirror.kill_switch,
+                              "breakers": breakers})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text format."""
+    return web.Response(body=request.app[METRICS].render(),
+                        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})

@@ -1,0 +1,107 @@
+"""Sidecar fixtures: a fault-injecting scorer on loopback, catalogs written to tmp, running sidecars."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from aiohttp import web
+
+from shadow.app import init_app
+from shadow.settings import ShadowSettings
+from tests.shadow.fault_scorer import Faults, fault_app
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+
+@contextlib.asynccontextmanager
+async def serve(app: web.Application, port: int = 0) -> AsyncIterator[str]:
+    """Run an app on 127.0.0.1 and yield its base URL; clean it up (cleanup contexts included)."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    sock = site._server.sockets[0]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        await runner.cleanup()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (for the dead scorer)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def faults() -> Faults:
+    """The fault scorer's controls (healthy until a test says otherwise)."""
+    return Faults()
+
+
+@pytest.fixture
+async def scorer_url(faults: Faults) -> AsyncIterator[str]:
+    """A running fault-injecting scorer."""
+    async with serve(fault_app(faults)) as url:
+        yield url
+        faults.release.set()
+
+
+TICKET_OPTIONS = [{"id": "billing", "text": "Billing"}, {"id": "technical", "text": "Technical support"},
+                  {"id": "review", "text": "Needs human review"}]
+
+
+def ticket_type(endpoint: str, **overrides: Any) -> dict[str, Any]:
+    """A decision type for support tickets, scored by ``endpoint`` (semif_http unless overridden)."""
+    scorer = {"backend": "semif_http", "endpoint": endpoint, "timeout_s": 0.3, "deadline_s": 1.0,
+              "max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    scorer.update(overrides.pop("scorer", {}))
+    dtype = {"question": "Which team should handle this ticket?", "options": TICKET_OPTIONS,
+             "review_option": "review", "state": {"store": True, "remove": ["email"], "hash": ["customer_id"]},
+             "scorer": scorer, "experiment_ends_at": "2099-01-01T00:00:00Z",
+             "proxy": {"path": "/route", "decision_id": {"source": "request_json", "path": "ticket_id"},
+                       "state": {"source": "request_json", "path": "ticket"},
+                       "outcome": {"source": "response_json", "path": "team"}}}
+    dtype.update(overrides)
+    return dtype
+
+
+def write_catalog(tmp_path: Path, types: dict[str, dict[str, Any]]) -> Path:
+    """Write a catalog YAML and return its path."""
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "decision_types": types}), encoding="utf-8")
+    return path
+
+
+def settings_for(tmp_path: Path, catalog: Path, **overrides: Any) -> ShadowSettings:
+    """Test-sized sidecar settings writing records under ``tmp_path/records``."""
+    values: dict[str, Any] = {
+        "catalog": catalog, "records_root": str(tmp_path / "records"), "sink": "simple",
+        "records_spool_dir": tmp_path / "spool", "writer_id": "test", "workers": 4,
+        "redaction_key": "k" * 32, "shutdown_grace_s": 0.5, "kill_switch_poll_s": 0.05}
+    values.update(overrides)
+    return ShadowSettings(**values)
+
+
+@contextlib.asynccontextmanager
+async def running_sidecar(settings: ShadowSettings) -> AsyncIterator[tuple[str, web.Application]]:
+    """The mirror API app, running; records are flushed when the block exits."""
+    app = init_app(settings)
+    async with serve(app) as url:
+        yield url, app
+
+
+def read_rows(root: Path, dataset: str) -> list[dict[str, Any]]:
+    """Every row of one records-v1 dataset under ``root`` (all Parquet files, any partition)."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted((root / dataset).rglob("*.parquet")):
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
