@@ -1,0 +1,131 @@
+"""Upload to S3 against moto's server on loopback: whole files, multipart, retry, the disk bound."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import os
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pyarrow.parquet as pq
+import pytest
+
+from shadow.records.errors import SinkFull
+from shadow.records.layout import open_dataset
+from shadow.records.s3 import S3Uploader, staged_files
+from shadow.records.store import RecordStore
+
+from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shadow.records.settings import RecordSettings
+
+    from .conftest import MotoServer
+
+
+def _client(settings: RecordSettings) -> Any:
+    return boto3.client("s3", endpoint_url=settings.s3_endpoint_url, region_name="us-east-1")
+
+
+def _keys(settings: RecordSettings) -> list[str]:
+    bucket, prefix = settings.s3_location()
+    listing = _client(settings).list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(o["Key"] for o in listing.get("Contents", []))
+
+
+async def _until(predicate: Any, timeout_s: float = 15.0) -> None:
+    for _ in range(int(timeout_s / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+async def test_files_go_up_whole_encrypted_and_leave_the_spool(s3_settings: RecordSettings) -> None:
+    """Each Parquet file lands at prefix/<partition>/w1-<seq>.parquet with SSE, readable through the
+    reading helper, and its staged copy is deleted once uploaded."""
+    async with RecordStore(s3_settings) as store:
+        for i in range(20):
+            await store.accept(f"d{i}", "route", BASE_US, OPTIONS)
+            await store.proposal(proposal_row(f"d{i}"))
+            await store.outcome(outcome_row(f"d{i}"))
+    keys = _keys(s3_settings)
+    assert [k.rsplit("/", 1)[0] for k in keys] == ["shadow/outcomes/decision_type=route/date=2026-11-30",
+                                                   "shadow/proposals/decision_type=route/date=2026-11-30"]
+    bucket, _ = s3_settings.s3_location()
+    head = _client(s3_settings).head_object(Bucket=bucket, Key=keys[1])
+    assert head["ServerSideEncryption"] == "AES256"
+    body = _client(s3_settings).get_object(Bucket=bucket, Key=keys[1])["Body"].read()
+    assert head["ETag"].strip('"') == hashlib.md5(body, usedforsecurity=False).hexdigest()
+    assert pq.read_table(io.BytesIO(body)).num_rows == 20
+    assert open_dataset(s3_settings, "proposals").count_rows() == 20
+    assert staged_files(s3_settings.staging_dir) == []
+    assert store.stats.uploads == 2
+
+
+def test_large_files_go_up_in_parts(s3_settings: RecordSettings, tmp_path: Path) -> None:
+    """A file over s3_multipart_bytes is sent as a multipart upload; its ETag (MD5 of part MD5s) checks."""
+    settings = s3_settings.model_copy(update={"s3_multipart_bytes": 5 * 1024 * 1024})
+    path = tmp_path / "big.parquet"
+    data = os.urandom(11 * 1024 * 1024)
+    path.write_bytes(data)
+    key = S3Uploader(settings).upload(path, "proposals/big.parquet")
+    bucket, _ = settings.s3_location()
+    head = _client(settings).head_object(Bucket=bucket, Key=key)
+    assert head["ETag"].strip('"').endswith("-3")
+    assert head["ContentLength"] == len(data)
+    assert _client(settings).get_object(Bucket=bucket, Key=key)["Body"].read() == data
+
+
+async def test_uploads_are_retried_while_s3_is_down(s3_settings: RecordSettings, moto: MotoServer) -> None:
+    """With the server stopped, files stay staged and errors are counted; once it is back, they go up."""
+    settings = s3_settings.model_copy(update={"roll_seconds": 0.1})
+    bucket, _ = settings.s3_location()
+    async with RecordStore(settings) as store:
+        moto.stop()
+        try:
+            for i in range(5):
+                await store.outcome(outcome_row(f"d{i}"))
+                await asyncio.sleep(0.15)
+            await _until(lambda: store.stats.upload_errors >= 2 and staged_files(settings.staging_dir))
+            assert store.stats.staged_bytes > 0
+        finally:
+            moto.start()
+            _client(settings).create_bucket(Bucket=bucket)
+        await _until(lambda: not staged_files(settings.staging_dir))
+        assert store.stats.staged_bytes == 0
+    keys = _keys(settings)
+    assert keys
+    rows = sum(pq.read_table(io.BytesIO(_client(settings).get_object(Bucket=bucket, Key=k)["Body"].read()))
+               .num_rows for k in keys)
+    assert rows == 5
+
+
+async def test_the_disk_bound_drops_new_decisions_but_keeps_outcomes(s3_settings: RecordSettings) -> None:
+    """Past max_local_bytes accept raises SinkFull (counted) while outcomes are still taken; once S3
+    drains the spool, decisions are accepted again."""
+    bucket = "not-created-yet"
+    settings = s3_settings.model_copy(update={"root": f"s3://{bucket}/p", "roll_bytes": 4096,
+                                              "roll_seconds": 0.1, "max_local_bytes": 20_000})
+    async with RecordStore(settings) as store:
+        accepted = 0
+        with pytest.raises(SinkFull):  # noqa: PT012  (fill until the bound trips)
+            for i in range(2000):
+                await store.accept(f"d{i}", "route", BASE_US, OPTIONS)
+                await store.proposal(proposal_row(f"d{i}"))
+                accepted += 1
+                if i % 10 == 0:
+                    await asyncio.sleep(0.01)
+        assert 0 < accepted < 2000
+        assert store.stats.disk_full == 1
+        assert store.stats.local_bytes >= settings.max_local_bytes
+        await store.outcome(outcome_row("d0"))  # outcomes keep priority
+        _client(settings).create_bucket(Bucket=bucket)
+        await _until(lambda: store.stats.local_bytes < settings.max_local_bytes)
+        await store.accept("again", "route", BASE_US, OPTIONS)
+        await store.proposal(proposal_row("again"))
+    assert open_dataset(settings, "proposals").count_rows() == accepted + 1

@@ -1,0 +1,139 @@
+"""RecordStore end to end on a local root: journal, roll-over, Parquet layout, the sink's promises."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from shadow.records.errors import InvalidRow, StoreClosed
+from shadow.records.layout import open_dataset
+from shadow.records.schema import OUTCOMES, PROPOSALS
+from shadow.records.segments import list_segments
+from shadow.records.settings import RecordSettings
+from shadow.records.store import RecordStore
+
+from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+DAY_US = 86_400_000_000
+
+
+def _parquet_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.parquet"))
+
+
+async def test_rows_land_in_hive_partitions_with_the_exact_schema(local_settings: RecordSettings) -> None:
+    """Rows go to <dataset>/decision_type=<t>/date=<d>/w1-<seq>.parquet, typed exactly as records-v1."""
+    async with RecordStore(local_settings) as store:
+        await store.accept("d1", "route", BASE_US, OPTIONS)
+        await store.proposal(proposal_row("d1"))
+        await store.proposal(proposal_row("d2", decision_type="prio/urgent", received_at=BASE_US + DAY_US,
+                                          status="dropped", reason="queue_full"))
+        await store.outcome(outcome_row("d1"))
+    root = Path(local_settings.root)
+    relative = [p.relative_to(root).parent.as_posix() for p in _parquet_files(root)]
+    assert sorted(relative) == ["outcomes/decision_type=route/date=2026-11-30",
+                                "proposals/decision_type=prio%2Furgent/date=2026-12-01",
+                                "proposals/decision_type=route/date=2026-11-30"]
+    for path in _parquet_files(root):
+        table = pq.read_table(path, partitioning=None)
+        expected = PROPOSALS if "proposals" in path.parts else OUTCOMES
+        assert table.schema.equals(expected, check_metadata=False)
+        assert path.name.startswith("w1-")
+        assert table.column("writer_id").to_pylist() == ["w1"] * table.num_rows
+        assert table.column("record_version").to_pylist() == [1] * table.num_rows
+    proposals = open_dataset(local_settings, "proposals").to_table().to_pylist()
+    by_id = {r["decision_id"]: r for r in proposals}
+    assert by_id["d2"]["decision_type"] == "prio/urgent"
+    assert by_id["d2"]["reason"] == "queue_full"
+    assert by_id["d1"]["received_at"] == datetime.fromtimestamp(BASE_US / 1e6, tz=UTC)
+    assert by_id["d1"]["probabilities"] == [0.6, 0.3, 0.1]
+    assert list_segments(local_settings.journal_dir) == []
+
+
+async def test_roll_over_by_size_publishes_while_running(local_settings: RecordSettings) -> None:
+    """Past roll_bytes (checked after each commit) a segment becomes Parquet while the store runs."""
+    settings = local_settings.model_copy(update={"roll_bytes": 16_384})
+    async with RecordStore(settings) as store:
+        for i in range(200):
+            await store.proposal(proposal_row(f"d{i}"))
+            if i % 20 == 19:  # a durable write: a commit, after which the size check runs
+                await store.outcome(outcome_row(f"d{i}"))
+        for _ in range(100):
+            if store.stats.segments_published >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert store.stats.segments_published >= 2
+        assert all(not p.name.startswith(".") for p in _parquet_files(Path(settings.root)))
+    ids = open_dataset(settings, "proposals").to_table().column("decision_id").to_pylist()
+    assert sorted(ids) == sorted(f"d{i}" for i in range(200))
+
+
+async def test_roll_over_by_age(local_settings: RecordSettings) -> None:
+    """A quiet segment older than roll_seconds is published without waiting for more records."""
+    settings = local_settings.model_copy(update={"roll_seconds": 0.2})
+    async with RecordStore(settings) as store:
+        await store.outcome(outcome_row("d1"))
+        for _ in range(60):
+            if _parquet_files(Path(settings.root)):
+                break
+            await asyncio.sleep(0.05)
+        assert len(_parquet_files(Path(settings.root))) == 1
+
+
+async def test_pending_accepts_survive_roll_over_and_close_as_lost(local_settings: RecordSettings) -> None:
+    """An accepted decision carried across roll-overs and still unproposed at close gets a lost row."""
+    settings = local_settings.model_copy(update={"roll_bytes": 4096})
+    async with RecordStore(settings) as store:
+        await store.accept("waiting", "route", BASE_US, OPTIONS)
+        for i in range(60):
+            await store.proposal(proposal_row(f"d{i}"))
+        await store.accept("late", "route", BASE_US, OPTIONS)
+        await store.proposal(proposal_row("late"))
+    rows = open_dataset(settings, "proposals").to_table().to_pylist()
+    lost = [r for r in rows if r["status"] == "lost"]
+    assert [(r["decision_id"], r["reason"], r["option_ids"]) for r in lost] == [("waiting", "shutdown", OPTIONS)]
+    assert len(rows) == 62
+    assert store.stats.lost_at_shutdown == 1
+
+
+async def test_invalid_rows_are_refused_naming_the_field(local_settings: RecordSettings) -> None:
+    """A row the schema cannot hold is refused at the door (InvalidRow.field), never journaled."""
+    async with RecordStore(local_settings) as store:
+        cases = [({"colour": "red"}, "colour"), ({"probabilities": [0.5, "x"]}, "probabilities"),
+                 ({"prompt_tokens": 2**40}, "prompt_tokens"), ({"sampled": "yes"}, "sampled"),
+                 ({"decision_id": ""}, "decision_id"),
+                 ({"received_at": datetime(2026, 11, 30)}, "received_at")]  # noqa: DTZ001  (naive on purpose)
+        for extra, field in cases:
+            with pytest.raises(InvalidRow) as info:
+                await store.proposal({**proposal_row("bad"), **extra})
+            assert info.value.field == field
+        await store.proposal(proposal_row("good", received_at=datetime(2026, 11, 30, tzinfo=UTC)))
+    ids = open_dataset(local_settings, "proposals").to_table().column("decision_id").to_pylist()
+    assert ids == ["good"]
+
+
+async def test_writes_after_close_are_refused(local_settings: RecordSettings) -> None:
+    """A closed store raises StoreClosed instead of silently dropping a record."""
+    store = RecordStore(local_settings)
+    async with store:
+        pass
+    with pytest.raises(StoreClosed):
+        await store.outcome(outcome_row("d1"))
+
+
+@pytest.mark.parametrize("policy", ["group", "always", "none"])
+async def test_every_fsync_policy_keeps_every_row(local_settings: RecordSettings, policy: str) -> None:
+    """The fsync policy changes cost, not content: each policy writes every row exactly once."""
+    settings = local_settings.model_copy(update={"fsync": policy})
+    async with RecordStore(settings) as store:
+        await asyncio.gather(*(store.accept(f"d{i}", "route", BASE_US, OPTIONS) for i in range(50)))
+        await asyncio.gather(*(store.outcome(outcome_row(f"d{i}")) for i in range(50)))
+        for i in range(50):
+            await store.proposal(proposal_row(f"d{i}"))
+    proposals = open_dataset(settings, "proposals").to_table().column("decision_id").to_pylist()
+    outcomes = open_dataset(settings, "outcomes").to_table().column("decision_id").to_pylist()
+    assert sorted(proposals) == sorted(outcomes) == sorted(f"d{i}" for i in range(50))
