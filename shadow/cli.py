@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from pipelines.cli import pipelines
 from scorer.cli import model, score
 from scorer.demo import demo
 from shadow.sidecar_cli import sidecar
@@ -31,3 +32,4 @@ main.add_command(score)
 main.add_command(model)
 main.add_command(demo)
 main.add_command(sidecar)
+main.add_command(pipelines)

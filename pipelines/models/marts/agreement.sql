@@ -1,0 +1,46 @@
+-- Accuracy and Cohen's kappa per decision type, week and model identity, beside the best constant
+-- (always the most frequent outcome: accuracy = its share, kappa = 0), the label rate and severe errors.
+with options as (
+    select * from per_option
+),
+
+rates as (
+    select * from int_label_rates
+),
+
+severe as (
+    select decision_type, week_start, model_key, count(*) as severe_errors
+    from (
+        select decision_type, week_start, model_key from severe_errors
+        union all
+        select decision_type, week_start, '*' from severe_errors
+    )
+    group by all
+),
+
+summed as (
+    select
+        decision_type, week_start, week, model_key,
+        max(labelled) as labelled,
+        sum(true_positives) / max(labelled) as accuracy,
+        sum(predicted * support) / (max(labelled) * max(labelled)) as chance_agreement,
+        max(support) / max(labelled) as baseline_accuracy
+    from options
+    group by all
+),
+
+final as (
+    select
+        summed.decision_type, summed.week_start, summed.week, summed.model_key,
+        rates.scored, summed.labelled, rates.label_rate,
+        summed.accuracy,
+        (summed.accuracy - summed.chance_agreement) / nullif(1 - summed.chance_agreement, 0) as kappa,
+        summed.baseline_accuracy,
+        0.0::double as baseline_kappa,
+        coalesce(severe.severe_errors, 0) as severe_errors
+    from summed
+    join rates using (decision_type, week_start, model_key)
+    left join severe using (decision_type, week_start, model_key)
+)
+
+select * from final

@@ -1,0 +1,26 @@
+-- Confident wrong proposals on options the catalog marks high-consequence, one row per decision.
+with labelled as (
+    select * from int_decisions where labelled and not correct
+),
+
+params as (
+    select severe_confidence from run_params
+),
+
+catalog as (
+    select decision_type, option_id from cfg_high_consequence
+),
+
+final as (
+    select
+        labelled.decision_id, labelled.decision_type, labelled.week_start, labelled.week, labelled.model_key,
+        labelled.proposal, labelled.confidence, labelled.outcome, labelled.received_at
+    from labelled
+    cross join params
+    join catalog
+        on catalog.decision_type = labelled.decision_type
+        and catalog.option_id = labelled.proposal
+    where labelled.confidence >= params.severe_confidence
+)
+
+select * from final

@@ -1,0 +1,44 @@
+-- One row per offered decision in the read window (target weeks plus the drift reference weeks),
+-- with its ISO week and a model identity key. Reads the registered raw relation `raw_proposals`.
+with source as (
+    select * from raw_proposals
+),
+
+params as (
+    select * from run_params
+),
+
+in_window as (
+    select source.*
+    from source, params
+    where source.received_at >= params.read_start
+      and source.received_at < params.read_end
+),
+
+final as (
+    select
+        decision_id,
+        decision_type,
+        received_at,
+        date_trunc('week', received_at)::date as week_start,
+        strftime(received_at, '%G-W%V') as week,
+        sampled,
+        status,
+        coalesce(reason, '') as reason,
+        option_ids,
+        probabilities,
+        proposal,
+        proposal_probability as confidence,
+        backend,
+        device,
+        instance_type,
+        model_name,
+        model_name || '@' || left(model_sha256, 12) || '/' || coalesce(quantization, '') as model_key,
+        scorer_ms,
+        total_ms,
+        prompt_tokens,
+        cached_tokens
+    from in_window
+)
+
+select * from final

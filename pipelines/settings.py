@@ -1,0 +1,41 @@
+"""PIPELINES_* settings: one class, built once in the CLI and passed in (tests build it directly)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PRICES_FILE = Path(__file__).with_name("prices.yaml")
+
+
+class PipelineSettings(BaseSettings):
+    """How the weekly jobs compute their metrics. Every field is also a ``PIPELINES_<NAME>`` variable."""
+
+    model_config = SettingsConfigDict(env_prefix="PIPELINES_", extra="ignore")
+
+    ece_bins: int = Field(default=15, ge=2, le=100, description="equal-mass bins for top-label ECE")
+    classwise_bins: int = Field(default=15, ge=2, le=100, description="equal-width bins for classwise ECE")
+    bootstrap_reps: int = Field(default=200, ge=10, le=2000, description="bootstrap replicates for the ECE interval")
+    bootstrap_blocks: int = Field(default=100, ge=10, le=2000,
+                                  description="random blocks resampled by the bootstrap (hash of decision_id)")
+    bootstrap_level: float = Field(default=0.95, gt=0.5, lt=1.0, description="ECE interval level")
+    precision_target: float = Field(default=0.95, gt=0.0, lt=1.0, description="per-option precision target")
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="family-wise error rate of the threshold tests")
+    threshold_step: float = Field(default=0.01, gt=0.0, le=0.1, description="grid of candidate thresholds")
+    severe_confidence: float = Field(default=0.8, ge=0.0, le=1.0,
+                                     description="confidence at which a wrong high-consequence proposal is severe")
+    high_consequence: dict[str, list[str]] = Field(
+        default_factory=lambda: {"ticket_routing": ["refund"], "priority": ["urgent"]},
+        description="catalog: high-consequence option ids per decision type")
+    reference_weeks: int = Field(default=4, ge=2, le=52, description="weeks before the target used as drift reference")
+    psi_bins: int = Field(default=10, ge=2, le=100, description="reference quantile bins for confidence PSI")
+    maturity_lag_days: float = Field(default=3.0, ge=0.0, description="a week is final this long after it ends")
+    utilization: float = Field(default=0.5, gt=0.0, le=1.0,
+                               description="assumed busy share of paid instance time (cost = busy hours / this)")
+    prices_file: Path = Field(default=PRICES_FILE, description="dated price table (YAML)")
+    s3_endpoint: str | None = Field(default=None, description="S3 endpoint override (moto, MinIO)")
+    s3_region: str = Field(default="us-east-1", description="S3 region")
+    memory_limit: str = Field(default="2GB", description="DuckDB memory_limit")
+    threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")

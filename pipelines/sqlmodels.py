@@ -1,0 +1,87 @@
+"""The SQL models under ``models/``: their order, kind (view or table) and text, and the quoting helper.
+
+Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``);
+intermediate models and marts are tables. Values reach the SQL only through the one-row ``run_params``
+table and the ``cfg_*`` tables, filled with bound parameters (``runner.py``); identifiers only through
+``quote_ident``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+Kind = Literal["view", "table"]
+
+ORDER: tuple[tuple[str, str], ...] = (
+    ("staging", "stg_proposals"),
+    ("staging", "stg_outcomes"),
+    ("intermediate", "int_decisions"),
+    ("intermediate", "int_cube"),
+    ("intermediate", "int_cube_scoped"),
+    ("intermediate", "int_label_rates"),
+    ("intermediate", "int_calibration_binned"),
+    ("marts", "funnel"),
+    ("marts", "funnel_reasons"),
+    ("marts", "confusion"),
+    ("marts", "per_option"),
+    ("marts", "severe_errors"),
+    ("marts", "agreement"),
+    ("marts", "reliability"),
+    ("marts", "ece_bootstrap"),
+    ("marts", "classwise_calibration"),
+    ("marts", "calibration"),
+    ("marts", "drift_confidence"),
+    ("marts", "drift_mix"),
+    ("marts", "drift"),
+    ("marts", "thresholds"),
+    ("marts", "risk_coverage"),
+    ("intermediate", "int_accepted"),
+    ("marts", "selective"),
+    ("marts", "latency"),
+    ("marts", "cost"),
+)
+"""Every model in dependency order."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """One SQL model: its layer, name, how it is materialized and its SQL."""
+
+    layer: str
+    name: str
+    sql: str
+
+    @property
+    def kind(self) -> Kind:
+        """Staging models are views; everything downstream is materialized."""
+        return "view" if self.layer == "staging" else "table"
+
+    @property
+    def is_mart(self) -> bool:
+        """Whether the model is written out as a mart."""
+        return self.layer == "marts"
+
+    def create_statement(self) -> str:
+        """``create or replace <kind> <name> as <sql>``."""
+        return f"create or replace {self.kind} {quote_ident(self.name)} as\n{self.sql}"
+
+
+def quote_ident(name: str) -> str:
+    """Quote a SQL identifier (double quotes, embedded quotes doubled); the only way names enter SQL."""
+    if not name or "\x00" in name:
+        raise ValueError(f"not a usable identifier: {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def load_models() -> list[Model]:
+    """Every model in dependency order, read from the package's ``models/`` folder."""
+    root = resources.files("pipelines") / "models"
+    return [Model(layer, name, (root / layer / f"{name}.sql").read_text(encoding="utf-8").strip())
+            for layer, name in ORDER]
+
+
+def mart_names() -> list[str]:
+    """The names of the marts, in order."""
+    return [name for layer, name in ORDER if layer == "marts"]
