@@ -9,6 +9,7 @@ import click
 from pipelines.cli import pipelines
 from scorer.cli import model, score
 from scorer.demo import demo
+from shadow.records.cli import records
 from shadow.sidecar_cli import sidecar
 
 
@@ -33,3 +34,4 @@ main.add_command(model)
 main.add_command(demo)
 main.add_command(sidecar)
 main.add_command(pipelines)
+main.add_command(records)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -64,6 +66,18 @@ class StoreStats:
         return self.journal_bytes + self.staged_bytes
 
 
+def _lock_spool(spool_dir: Path) -> int:
+    """An exclusive lock on the spool: two stores on one journal would corrupt each other."""
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(spool_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise StoreClosed(f"another record store holds {spool_dir}") from exc
+    return fd
+
+
 def _tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
@@ -84,6 +98,7 @@ class RecordStore:
         self._upload_wanted = asyncio.Event()
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._spool_lock: int | None = None
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -96,7 +111,12 @@ class RecordStore:
     async def start(self) -> None:
         """Recover what the journal holds, then start committing, rolling over and uploading."""
         loop = asyncio.get_running_loop()
-        report = await loop.run_in_executor(self._work, recover, self.settings)
+        self._spool_lock = _lock_spool(self.settings.spool_dir)
+        try:
+            report = await loop.run_in_executor(self._work, recover, self.settings)
+        except BaseException:
+            self._release_spool()
+            raise
         self.stats.recovery = report.as_dict()
         staging = self.settings.staging_dir
         self.stats.staged_bytes = await loop.run_in_executor(self._work, _tree_bytes, staging)
@@ -254,6 +274,12 @@ class RecordStore:
             log.warning("records: %d bytes stay staged for the next start", self.stats.staged_bytes)
         self._work.shutdown(wait=True)
         self._upload_io.shutdown(wait=True)
+        self._release_spool()
+
+    def _release_spool(self) -> None:
+        if self._spool_lock is not None:
+            os.close(self._spool_lock)  # closing the descriptor releases the flock
+            self._spool_lock = None
 
     def snapshot(self) -> dict[str, Any]:
         """The counters as a JSON-ready dict."""

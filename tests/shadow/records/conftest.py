@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Fixtures for the record store: settings on temporary folders, and an S3 API served by moto."""
 
 from __future__ import annotations
@@ -8,12 +9,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import boto3
 import pytest
 
 from shadow.records.settings import RecordSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 MOTO_START_TIMEOUT_S = 20.0
 
@@ -45,12 +50,12 @@ class MotoServer:
         """Start the server and wait until it answers."""
         binary = Path(sys.executable).with_name("moto_server")
         with self._log_path.open("ab") as log:
-            self._proc = subprocess.Popen([str(binary), "-H", "127.0.0.1", "-p", str(self.port)],  # noqa: S603  (our own venv's binary)
+            self._proc = subprocess.Popen([str(binary), "-H", "127.0.0.1", "-p", str(self.port)],  # noqa: S603  (our venv's binary)
                                           stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + MOTO_START_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()  # noqa: S310  (loopback)
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()  # noqa: S310  (http on loopback)
             except OSError:
                 time.sleep(0.1)
             else:
@@ -69,7 +74,7 @@ class MotoServer:
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     """A moto S3 server on a free loopback port, with dummy credentials in the environment."""
     server = MotoServer(free_port(), tmp_path_factory.mktemp("moto") / "moto.log")
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105  (moto's dummy)
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
@@ -85,8 +90,6 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
 @pytest.fixture
 def s3_settings(moto: MotoServer, tmp_path: Path, request: pytest.FixtureRequest) -> RecordSettings:
     """Settings with an ``s3://`` root on a fresh bucket of the moto server."""
-    import boto3
-
     bucket = f"records-{request.node.name.lower().replace('_', '-')[:40]}-{os.getpid()}"
     client = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1")
     client.create_bucket(Bucket=bucket)

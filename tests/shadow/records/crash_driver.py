@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A stand-in sidecar for the crash test: steady accepts, proposals and outcomes until killed.
 
 Run as ``python crash_driver.py ROOT SPOOL RUN_ID``. After each acknowledged call it writes one line to
@@ -16,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from shadow.records.settings import RecordSettings  # noqa: E402  (after the path set-up)
-from shadow.records.store import RecordStore  # noqa: E402
-from tests.shadow.records.factories import OPTIONS, outcome_row, proposal_row  # noqa: E402
+from shadow.records.settings import RecordSettings
+from shadow.records.store import RecordStore
+from tests.shadow.records.factories import OPTIONS, outcome_row, proposal_row
 
 WORKERS = 24
 TYPES = ("route", "priority")
@@ -31,7 +32,7 @@ def emit(line: str) -> None:
 
 async def decide(store: RecordStore, run_id: str, worker: int) -> None:
     """One worker: accept, propose (sometimes dropped without accept), report the outcome."""
-    rng = random.Random(f"{run_id}-{worker}")  # noqa: S311  (test load, not crypto)
+    rng = random.Random(f"{run_id}-{worker}")  # noqa: S311  (load shape, not crypto)
     for i in range(1_000_000):
         decision_id = f"{run_id}-{worker}-{i}"
         decision_type = TYPES[i % 2]

@@ -1,14 +1,18 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Rows as the sidecar hands them to the store (records-v1 columns)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 BASE_US = 1_796_000_000_000_000  # 2026-11-30 in microseconds
 OPTIONS = ["billing", "technical", "sales"]
 
 
-def proposal_row(decision_id: str, *, decision_type: str = "route", received_at: int = BASE_US,
+def proposal_row(decision_id: str, *, decision_type: str = "route", received_at: int | datetime = BASE_US,
                  status: str = "scored", **extra: Any) -> dict[str, Any]:
     """A scored proposals row (or with ``status``/``reason`` overridden)."""
     row: dict[str, Any] = {

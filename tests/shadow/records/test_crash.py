@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The crash test: a real process under steady load, SIGKILLed 20 times at random moments."""
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
 from shadow.records.layout import open_dataset
-from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
+
+if TYPE_CHECKING:
+    from shadow.records.settings import RecordSettings
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 KILLS = 20
@@ -67,16 +71,19 @@ def _crash_many(root: Path, spool: Path, rng: random.Random) -> tuple[set[str], 
 
 
 async def test_sigkill_twenty_times_loses_nothing_acknowledged(local_settings: RecordSettings) -> None:
-    """After 20 SIGKILLs and a restart: every file opens, no row twice, every acknowledged outcome is
-    there, every accepted decision has its proposals row or a lost/crash_recovery row."""
+    """Twenty SIGKILLs under load, then a restart: nothing acknowledged is lost, nothing doubled.
+
+    Every file opens, no row appears twice, every acknowledged outcome is there, every accepted
+    decision has its proposals row or a lost/crash_recovery row.
+    """
     settings = local_settings.model_copy(update={"writer_id": "crash"})
     root, spool = Path(settings.root), settings.spool_dir
-    accepted, acked_outcomes = _crash_many(root, spool, random.Random(5))
+    accepted, acked_outcomes = _crash_many(root, spool, random.Random(5))  # noqa: S311  (kill timing, not crypto)
     async with RecordStore(settings) as store:  # the final restart: recovery of the last crash
         pass
     assert len(accepted) > 1000
     assert len(acked_outcomes) > 1000
-    files = sorted(root.rglob("*.parquet"))
+    files = sorted(root.rglob("*.parquet"))  # noqa: ASYNC240  (the store is closed; nothing to block)
     assert files
     for path in files:
         assert not path.name.startswith(".")
@@ -92,6 +99,6 @@ async def test_sigkill_twenty_times_loses_nothing_acknowledged(local_settings: R
     lost = {(r["status"], r["reason"]) for r in proposals.to_pylist() if r["status"] == "lost"}
     assert lost <= {("lost", "crash_recovery")}
     assert store.stats.recovery["segments"] >= 1
-    print(f"\ncrash test: {KILLS} kills, {len(accepted)} accepted, {len(acked_outcomes)} outcomes acked, "
-          f"{len(proposal_ids)} proposals rows ({sum(s == 'lost' for s in proposals.column('status').to_pylist())}"
-          f" lost), {len(files)} files")
+    n_lost = sum(s == "lost" for s in proposals.column("status").to_pylist())
+    print(f"\ncrash test: {KILLS} kills, {len(accepted)} accepted, {len(acked_outcomes)} outcomes acked, "  # noqa: T201  (figures for the docs, shown with -s)
+          f"{len(proposal_ids)} proposals rows ({n_lost} lost), {len(files)} files")

@@ -1,8 +1,10 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Recovery on start: replay, torn tails, lost rows, and idempotence when recovery itself crashes."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -11,10 +13,12 @@ from shadow.records.layout import open_dataset
 from shadow.records.parquet import publish_segment
 from shadow.records.rows import normalize
 from shadow.records.segments import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, list_segments
-from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+if TYPE_CHECKING:
+    from shadow.records.settings import RecordSettings
 
 
 def _accept(decision_id: str) -> bytes:
@@ -57,8 +61,10 @@ def test_recovery_publishes_the_journal_and_marks_in_flight_decisions_lost(
 
 
 def test_a_crash_during_recovery_writes_nothing_twice(local_settings: RecordSettings) -> None:
-    """Recovery killed after journaling its lost rows, and after publishing without removing a segment,
-    still ends with each decision exactly once when it runs again."""
+    """A recovery killed half-way, run again, still writes each decision exactly once.
+
+    Killed after journaling its lost rows, and after publishing a segment without removing it.
+    """
     _crashed_journal(local_settings)
     pending, _, _ = recovery.pending_accepts(list_segments(local_settings.journal_dir))
     recovery._journal_lost(local_settings, pending, recovery.CRASH_RECOVERY)  # ...then killed

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Upload to S3 against moto's server on loopback: whole files, multipart, retry, the disk bound."""
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ async def _until(predicate: Any, timeout_s: float = 15.0) -> None:
 
 
 async def test_files_go_up_whole_encrypted_and_leave_the_spool(s3_settings: RecordSettings) -> None:
-    """Each Parquet file lands at prefix/<partition>/w1-<seq>.parquet with SSE, readable through the
-    reading helper, and its staged copy is deleted once uploaded."""
+    """Files land at prefix/<partition>/w1-<seq>.parquet, encrypted, whole, then leave the spool.
+
+    Each is readable through the reading helper, and its staged copy is deleted once uploaded.
+    """
     async with RecordStore(s3_settings) as store:
         for i in range(20):
             await store.accept(f"d{i}", "route", BASE_US, OPTIONS)
@@ -106,14 +109,16 @@ async def test_uploads_are_retried_while_s3_is_down(s3_settings: RecordSettings,
 
 
 async def test_the_disk_bound_drops_new_decisions_but_keeps_outcomes(s3_settings: RecordSettings) -> None:
-    """Past max_local_bytes accept raises SinkFull (counted) while outcomes are still taken; once S3
-    drains the spool, decisions are accepted again."""
+    """Past max_local_bytes new decisions get SinkFull while outcomes are still taken.
+
+    The refusal is counted; once S3 drains the spool, decisions are accepted again.
+    """
     bucket = "not-created-yet"
     settings = s3_settings.model_copy(update={"root": f"s3://{bucket}/p", "roll_bytes": 4096,
                                               "roll_seconds": 0.1, "max_local_bytes": 20_000})
     async with RecordStore(settings) as store:
         accepted = 0
-        with pytest.raises(SinkFull):  # noqa: PT012  (fill until the bound trips)
+        with pytest.raises(SinkFull):  # noqa: PT012  (fill the spool until the bound trips)
             for i in range(2000):
                 await store.accept(f"d{i}", "route", BASE_US, OPTIONS)
                 await store.proposal(proposal_row(f"d{i}"))

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Journal frames: checksummed, and a torn tail is detected, never parsed."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """RecordStore end to end on a local root: journal, roll-over, Parquet layout, the sink's promises."""
 
 from __future__ import annotations
@@ -5,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,10 +15,12 @@ from shadow.records.errors import InvalidRow, StoreClosed
 from shadow.records.layout import open_dataset
 from shadow.records.schema import OUTCOMES, PROPOSALS
 from shadow.records.segments import list_segments
-from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+if TYPE_CHECKING:
+    from shadow.records.settings import RecordSettings
 
 DAY_US = 86_400_000_000
 
@@ -95,7 +99,8 @@ async def test_pending_accepts_survive_roll_over_and_close_as_lost(local_setting
         await store.proposal(proposal_row("late"))
     rows = open_dataset(settings, "proposals").to_table().to_pylist()
     lost = [r for r in rows if r["status"] == "lost"]
-    assert [(r["decision_id"], r["reason"], r["option_ids"]) for r in lost] == [("waiting", "shutdown", OPTIONS)]
+    assert [(r["decision_id"], r["reason"], r["option_ids"]) for r in lost] == [
+        ("waiting", "shutdown", OPTIONS)]
     assert len(rows) == 62
     assert store.stats.lost_at_shutdown == 1
 
@@ -103,10 +108,11 @@ async def test_pending_accepts_survive_roll_over_and_close_as_lost(local_setting
 async def test_invalid_rows_are_refused_naming_the_field(local_settings: RecordSettings) -> None:
     """A row the schema cannot hold is refused at the door (InvalidRow.field), never journaled."""
     async with RecordStore(local_settings) as store:
-        cases = [({"colour": "red"}, "colour"), ({"probabilities": [0.5, "x"]}, "probabilities"),
-                 ({"prompt_tokens": 2**40}, "prompt_tokens"), ({"sampled": "yes"}, "sampled"),
-                 ({"decision_id": ""}, "decision_id"),
-                 ({"received_at": datetime(2026, 11, 30)}, "received_at")]  # noqa: DTZ001  (naive on purpose)
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"colour": "red"}, "colour"), ({"probabilities": [0.5, "x"]}, "probabilities"),
+            ({"prompt_tokens": 2**40}, "prompt_tokens"), ({"sampled": "yes"}, "sampled"),
+            ({"decision_id": ""}, "decision_id"),
+            ({"received_at": datetime(2026, 11, 30)}, "received_at")]  # noqa: DTZ001  (naive on purpose)
         for extra, field in cases:
             with pytest.raises(InvalidRow) as info:
                 await store.proposal({**proposal_row("bad"), **extra})
