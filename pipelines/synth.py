@@ -61,8 +61,8 @@ DEFAULT_FLEETS = (
     Fleet("sagemaker", "cuda", "ml.g6e.xlarge", 25.0, 0.5),
 )
 DEFAULT_MODELS = (
-    ModelSpec("gemma-3-270m", "a5fd3b62" + "0" * 56, "Q4_K_M", 2.6, 0.8),
-    ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q4_K_M", 3.6, 0.2),
+    ModelSpec("gemma-3-270m", "a5fd3b62" + "0" * 56, "Q4_K_M", 3.2, 0.8),
+    ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q4_K_M", 4.5, 0.2),
 )
 NOT_SCORED = (  # (status, reason, share of offered decisions)
     ("dropped", "not_sampled", 0.10), ("dropped", "queue_full", 0.010), ("dropped", "rate_limited", 0.005),
@@ -97,9 +97,10 @@ def week_mix(spec: DecisionSpec, drifted: bool, shift: float) -> np.ndarray:
 
 
 def probabilities(rng: np.random.Generator, intended: np.ndarray, k: int, signal: np.ndarray) -> np.ndarray:
-    """The model's softmax over ``k`` options: Gaussian logits with ``signal`` added to the intended one."""
+    """The model's softmax over ``k`` options: Gaussian logits with ``signal`` added to the intended one,
+    scaled per decision by a uniform difficulty in [0.2, 2] (some decisions are easy, some hard)."""
     logits = rng.normal(0.0, 1.0, size=(intended.size, k))
-    logits[np.arange(intended.size), intended] += signal
+    logits[np.arange(intended.size), intended] += signal * rng.uniform(0.2, 2.0, intended.size)
     logits -= logits.max(axis=1, keepdims=True)
     p = np.exp(logits)
     return np.asarray(p / p.sum(axis=1, keepdims=True))

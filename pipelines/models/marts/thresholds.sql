@@ -1,8 +1,11 @@
 -- Per option, the smallest confidence threshold on the grid whose one-sided Clopper-Pearson lower
 -- bound on precision reaches `precision_target`. Family-wise error control: Bonferroni across the
 -- decision type's options (alpha / n_options) and fixed-sequence testing down the thresholds (highest
--- first, stop at the first failure), so no correction is spent on the scan. Candidates are the grid
--- points where the accepted set changes; a decision is accepted when floor(confidence * grid) >= grid_index.
+-- first, stop at the first failure), so no correction is spent on the scan. Thresholds that accept fewer
+-- decisions than could ever pass (n < ln(alpha') / ln(target), even with every one correct) are skipped:
+-- that depends on the confidences only, not on the outcomes, so the tests stay valid given the confidences.
+-- Candidates are the grid points where the accepted set changes; a decision is accepted when
+-- floor(confidence * grid) >= grid_index.
 -- cp_lower(successes, trials, alpha) = Beta(alpha; successes, trials - successes + 1), a UDF (runner.py).
 with cube as (
     select * from int_cube_scoped
@@ -39,12 +42,17 @@ tested as (
         cp_lower(accepted_correct, accepted, params.alpha / n_options) as precision_lower,
         cp_lower(accepted_correct, accepted, params.alpha / n_options) >= params.precision_target as passes
     from cumulative, params
+    where accepted >= ln(params.alpha / n_options) / ln(params.precision_target)
+),
+
+options as (
+    select decision_type, week_start, week, model_key, option_id, max(n_options) as n_options
+    from counts
+    group by all
 ),
 
 first_failure as (
-    select
-        decision_type, week_start, week, model_key, option_id,
-        max(grid_index) filter (where not passes) as failed_at
+    select decision_type, week_start, model_key, option_id, max(grid_index) filter (where not passes) as failed_at
     from tested
     group by all
 ),
@@ -52,15 +60,14 @@ first_failure as (
 chosen as (
     select tested.decision_type, tested.week_start, tested.model_key, tested.option_id, min(tested.grid_index) as grid_index
     from tested
-    join first_failure using (decision_type, week_start, model_key, option_id)
+    left join first_failure using (decision_type, week_start, model_key, option_id)
     where tested.passes and tested.grid_index > coalesce(first_failure.failed_at, -1)
     group by all
 ),
 
 final as (
     select
-        first_failure.decision_type, first_failure.week_start, first_failure.week, first_failure.model_key,
-        first_failure.option_id,
+        options.decision_type, options.week_start, options.week, options.model_key, options.option_id,
         chosen.grid_index,
         chosen.grid_index / params.grid as threshold,
         tested.accepted,
@@ -70,8 +77,8 @@ final as (
         tested.accepted / rates.labelled as coverage,
         1 - tested.accepted_correct / tested.accepted as selective_risk,
         params.precision_target,
-        params.alpha / tested.n_options as alpha_per_option
-    from first_failure
+        params.alpha / options.n_options as alpha_per_option
+    from options
     cross join params
     join int_label_rates as rates using (decision_type, week_start, model_key)
     left join chosen using (decision_type, week_start, model_key, option_id)

@@ -1,0 +1,83 @@
+"""Pipelines fixtures: generated records-v1 data with known properties, and one run of every model over it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pipelines import runner
+from pipelines.generate import Plan, generate
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
+from pipelines.sqlmodels import load_models
+from pipelines.storage import open_root
+from pipelines.weeks import window
+from tests.pipelines.reference import Records, load_records
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    import duckdb
+
+PLAN = Plan(decisions=40_000, weeks=5, drift_week=4, seed=11)
+FIRST, LAST = "2026-W44", "2026-W48"
+AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
+"""Late enough that every generated outcome is known."""
+
+
+@dataclass
+class Computed:
+    """One run of every model: the live connection, the output folder and what the run reported."""
+
+    con: duckdb.DuckDBPyConnection
+    out: Path
+    result: runner.RunResult
+    settings: PipelineSettings
+
+
+def run_window(root: Path | str, out: Path | None, settings: PipelineSettings | None = None,
+               as_of: dt.datetime = AS_OF, first: str = FIRST, last: str = LAST) -> Computed:
+    """Run the models over ``root`` for ``first..last`` and keep the connection open for queries."""
+    settings = settings or PipelineSettings()
+    span = window(first, last, settings.reference_weeks, as_of, dt.timedelta(days=settings.maturity_lag_days))
+    con = runner.connect(settings)
+    result = runner.run(settings, open_root(str(root), settings.s3_endpoint), span, out,
+                        load_prices(settings.prices_file), con=con)
+    return Computed(con, out or root, result, settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def records_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40,000 generated decisions over five weeks (the last one drifted), written once per session."""
+    root = tmp_path_factory.mktemp("records")
+    generate(open_root(str(root)), PLAN)
+    return root
+
+
+@pytest.fixture(scope="session")
+def computed(records_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computed]:
+    """Every mart over all five weeks, written under a session output folder."""
+    run = run_window(records_root, tmp_path_factory.mktemp("marts"))
+    yield run
+    run.con.close()
+
+
+@pytest.fixture(scope="session")
+def records(records_root: Path) -> Records:
+    """The same records read independently: pyarrow and pandas, no DuckDB."""
+    return load_records(records_root, AS_OF)
+
+
+def mart(computed: Computed, name: str) -> list[dict[str, object]]:
+    """All rows of a mart as dicts (name is one of ours; the query is fixed)."""
+    relation = computed.con.table(name)
+    return [dict(zip(relation.columns, row, strict=True)) for row in relation.fetchall()]
+
+
+def model_sql(name: str) -> str:
+    """The SQL of one model, as the runner executes it."""
+    return next(m.sql for m in load_models() if m.name == name)

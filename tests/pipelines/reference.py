@@ -1,0 +1,93 @@
+"""Independent references for the tests: the records read with pyarrow and pandas (no DuckDB), and the
+metrics computed with numpy, scikit-learn, scipy and statsmodels."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as pads
+
+from shadow.records.schema import OUTCOMES, PROPOSALS
+
+
+@dataclass
+class Records:
+    """Proposals joined with their latest known outcome; ``labelled`` are scored rows with an outcome."""
+
+    decisions: pd.DataFrame
+    outcomes: pd.DataFrame
+
+    @property
+    def labelled(self) -> pd.DataFrame:
+        """Scored decisions with an outcome."""
+        d = self.decisions
+        return d[(d.status == "scored") & d.outcome.notna()]
+
+
+def read(root: Path, name: str) -> pd.DataFrame:
+    """Every file of one records-v1 dataset, read by pyarrow with the schema from shadow.records."""
+    files = sorted(str(p) for p in (root / name).rglob("*.parquet"))
+    schema = PROPOSALS if name == "proposals" else OUTCOMES
+    return pads.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
+
+
+def load_records(root: Path, as_of: dt.datetime) -> Records:
+    """Proposals left-joined with the latest outcome known at ``as_of`` (ties: the larger outcome id)."""
+    proposals = read(root, "proposals")
+    outcomes = read(root, "outcomes")
+    outcomes = outcomes[outcomes.outcome_at <= pd.Timestamp(as_of)]
+    latest = (outcomes.sort_values(["decision_id", "outcome_at", "outcome"])
+              .drop_duplicates("decision_id", keep="last")[["decision_id", "outcome"]])
+    decisions = proposals.merge(latest, on="decision_id", how="left")
+    iso = decisions.received_at.dt.isocalendar()
+    decisions["week"] = iso.year.astype(str) + "-W" + iso.week.astype(str).str.zfill(2)
+    decisions["model_key"] = (decisions.model_name + "@" + decisions.model_sha256.str[:12] + "/"
+                              + decisions.quantization)
+    return Records(decisions, outcomes)
+
+
+def scope(frame: pd.DataFrame, decision_type: str, week: str, model_key: str = "*") -> pd.DataFrame:
+    """The rows of one mart group ('*' = every model)."""
+    rows = frame[(frame.decision_type == decision_type) & (frame.week == week)]
+    return rows if model_key == "*" else rows[rows.model_key == model_key]
+
+
+def equal_mass_bins(confidence: np.ndarray, bins: int) -> np.ndarray:
+    """sklearn's calibration_curve(strategy="quantile") bin ids, computed the same way with numpy."""
+    edges = np.percentile(confidence, np.linspace(0, 100, bins + 1))
+    return np.searchsorted(edges[1:-1], confidence)
+
+
+def top_label_ece(confidence: np.ndarray, correct: np.ndarray, bins: int) -> float:
+    """Top-label ECE over equal-mass bins: sum over bins of |sum(conf) - sum(correct)| / n."""
+    ids = equal_mass_bins(confidence, bins)
+    gap = np.bincount(ids, weights=confidence, minlength=bins) - np.bincount(ids, weights=correct, minlength=bins)
+    return float(np.abs(gap).sum() / confidence.size)
+
+
+def psi(actual: np.ndarray, expected: np.ndarray, floor: float = 1e-4) -> float:
+    """Population stability index of two share vectors, shares floored at ``floor``."""
+    a, e = np.maximum(actual, floor), np.maximum(expected, floor)
+    return float(np.sum((a - e) * np.log(a / e)))
+
+
+def confidence_psi(current: np.ndarray, reference: np.ndarray, bins: int = 10, resolution: int = 1000) -> float:
+    """PSI of confidences quantized to 1/resolution, on the reference's inverted-CDF quantile bins."""
+    cur = np.minimum(np.floor(current * resolution), resolution - 1)
+    ref = np.minimum(np.floor(reference * resolution), resolution - 1)
+    edges = np.quantile(ref, np.arange(1, bins) / bins, method="inverted_cdf")
+    a = np.bincount(np.searchsorted(edges, cur, side="left"), minlength=bins) / cur.size
+    e = np.bincount(np.searchsorted(edges, ref, side="left"), minlength=bins) / ref.size
+    return psi(a, e)
+
+
+def probability_matrix(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """The rows' probabilities as an (n, k) matrix with columns in sorted option order (as scikit-learn
+    expects), and those option ids (the same on every row here)."""
+    options = list(rows.option_ids.iloc[0])
+    order = np.argsort(options)
+    return np.vstack(rows.probabilities.to_numpy())[:, order], [options[i] for i in order]
