@@ -5,6 +5,8 @@
     records      the record sink (RecordStore or the simple Parquet sink) and the recorder's writer task
     mirror       the bounded queue and its worker pool (stopped first: queued decisions become rows)
     kill switch  a task watching ``SHADOW_KILL_SWITCH_FILE``
+    gc           after start-up: freeze what start-up allocated and collect young objects less often, so a
+                 collector pass never lands on a request as a multi-millisecond pause (docs/performance.md)
 
 Proxy mode adds a second application (`shadow.proxy.init_proxy_app`) on its own port, sharing this
 one's mirror.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -47,6 +50,7 @@ def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = 
     app.cleanup_ctx.append(_records_ctx)
     app.cleanup_ctx.append(_mirror_ctx)
     app.cleanup_ctx.append(_kill_switch_ctx)
+    app.cleanup_ctx.append(_gc_ctx)
     setup_routes(app)
     return app
 
@@ -123,3 +127,19 @@ async def _watch_kill_switch(app: web.Application) -> None:
         mirror.kill_switch = on
         metrics.kill_switch.set(int(on))
         await asyncio.sleep(settings.kill_switch_poll_s)
+
+
+async def _gc_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    if not settings.gc_tuning:
+        yield
+        return
+    before = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(settings.gc_threshold, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

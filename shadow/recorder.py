@@ -85,6 +85,8 @@ class Recorder:
             self.metrics.rows_lost.inc()
             return
         self.metrics.rows.labels(row["status"]).inc()
+        if not log.isEnabledFor(logging.INFO):
+            return
         log.info(json.dumps({"event": "decision", "decision_id": row["decision_id"],
                              "decision_type": row["decision_type"], "status": row["status"],
                              "reason": row["reason"], "proposal": row.get("proposal"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from pathlib import Path  # noqa: TC003  (pydantic needs it at run time)
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -52,6 +52,8 @@ class ShadowSettings(BaseSettings):
     kill_switch_file: Path | None = Field(default=None, description="kill switch on while it exists")
     kill_switch_poll_s: float = Field(default=1.0, gt=0, description="kill switch file check period")
     redaction_key: SecretStr | None = Field(default=None, description="HMAC key for hashed state fields")
+    gc_tuning: bool = Field(default=True, description="freeze start-up objects, collect less often")
+    gc_threshold: int = Field(default=50_000, ge=700, description="allocations between young collections")
     shutdown_grace_s: float = Field(default=5.0, ge=0, description="in-flight calls get this on shutdown")
     flush_rows: int = Field(default=5000, ge=1, description="simple sink: rows per Parquet file")
     flush_interval_s: float = Field(default=60.0, gt=0, description="simple sink: max age of buffered rows")

@@ -1,8 +1,10 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """``sagemaker``: boto3 ``InvokeEndpoint`` in a bounded thread pool, with the SDK's own retries off.
 
-One attempt per `score` call (``retries={"max_attempts": 1}``): the sidecar's dispatcher owns the
-retry budget and the deadline. botocore exceptions are translated here and nowhere else.
+One attempt per `score` call: the sidecar's dispatcher owns the retry budget and the deadline. Note
+botocore's ``retries={"max_attempts": N}`` counts *retries* (N=1 still makes two calls, measured in
+``tests/shadow/test_backends.py``); ``total_max_attempts: 1`` is what turns the SDK's retries off.
+botocore exceptions are translated here and nowhere else.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class SageMakerBackend:
         import boto3  # noqa: PLC0415  (heavy; only when a catalog uses SageMaker)
         from botocore.config import Config  # noqa: PLC0415
 
-        config = Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=CONNECT_TIMEOUT_S,
-                        read_timeout=self.read_timeout_s, max_pool_connections=self.pool_size)
+        config = Config(retries={"total_max_attempts": 1, "mode": "standard"},
+                        connect_timeout=CONNECT_TIMEOUT_S, read_timeout=self.read_timeout_s,
+                        max_pool_connections=self.pool_size)
         self._pool = ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="sagemaker")
         loop = asyncio.get_running_loop()
         self._client = await loop.run_in_executor(self._pool, lambda: boto3.session.Session().client(

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Sidecar fixtures: a fault-injecting scorer on loopback, catalogs written to tmp, running sidecars."""
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def ticket_type(endpoint: str, **overrides: Any) -> dict[str, Any]:
     scorer = {"backend": "semif_http", "endpoint": endpoint, "timeout_s": 0.3, "deadline_s": 1.0,
               "max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
     scorer.update(overrides.pop("scorer", {}))
-    dtype = {"question": "Which team should handle this ticket?", "options": TICKET_OPTIONS,
-             "review_option": "review", "state": {"store": True, "remove": ["email"], "hash": ["customer_id"]},
+    dtype = {"question": "Which team should handle this ticket?",
+             "options": [dict(o) for o in TICKET_OPTIONS], "review_option": "review",
+             "state": {"store": True, "remove": ["email"], "hash": ["customer_id"]},
              "scorer": scorer, "experiment_ends_at": "2099-01-01T00:00:00Z",
              "proxy": {"path": "/route", "decision_id": {"source": "request_json", "path": "ticket_id"},
                        "state": {"source": "request_json", "path": "ticket"},

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A fault-injecting SemIf scorer: a real aiohttp server on loopback whose behaviour the test controls.
 
 It is named a fake on purpose: the model is not the point of the latency and fault tests. It answers
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,12 +68,11 @@ async def _fault(request: web.Request) -> web.Response | None:
     faults.calls += 1
     faults.paths.append(request.path)
     if faults.mode == "slow":
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(faults.release.wait(), faults.delay_s)
-        except TimeoutError:
-            pass
     elif faults.mode == "error":
-        return web.json_response({"error": {"code": "internal", "message": "injected", "field": None}}, status=500)
+        return web.json_response({"error": {"code": "internal", "message": "injected", "field": None}},
+                                 status=500)
     elif faults.mode == "overloaded":
         return web.json_response({"error": {"code": "overloaded", "message": "injected", "field": None}},
                                  status=503, headers={"Retry-After": faults.retry_after})
@@ -101,7 +102,8 @@ async def chat(request: web.Request) -> web.Response:
     lines = [ln[2:].split(":", 1) for ln in user.splitlines() if ln.startswith("- ")]
     options = [{"id": i.strip(), "text": t.strip()} for i, t in lines]
     logits = fixed_logits(options)
-    answer = faults.chat_answer if faults.chat_answer is not None else options[logits.index(max(logits))]["id"]
+    best = options[logits.index(max(logits))]["id"]
+    answer = faults.chat_answer if faults.chat_answer is not None else best
     return web.json_response({"id": "c1", "object": "chat.completion", "model": body.get("model", "fault"),
                               "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
                                            "finish_reason": "stop"}],

@@ -1,0 +1,134 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""The mirror API: 202 for decisions, durable outcomes, JSON errors naming the field, auth, metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import pytest
+
+from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+async def post(url: str, payload: Any, **kwargs: Any) -> tuple[int, Any]:
+    """POST JSON (or raw bytes via ``data=``) and return status and decoded body."""
+    async with aiohttp.ClientSession() as session:
+        if "data" not in kwargs:
+            kwargs["json"] = payload
+        async with session.post(url, **kwargs) as resp:
+            return resp.status, await resp.json()
+
+
+async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_path: Path) -> None:
+    """A batch answers 202 per decision.
+
+    An outcome answers 200 once stored; both appear in the records with the state redacted (email removed,
+    customer id HMAC-hashed).
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        state = {"subject": "refund", "email": "a@b.c", "customer_id": 42}
+        status, body = await post(f"{url}/v1/decisions", {"decisions": [
+            {"decision_type": "tickets", "decision_id": "b-1", "state": state},
+            {"decision_type": "tickets", "decision_id": "b-2", "state": "free text"}]})
+        assert status == 202
+        assert body["queued"] == 2
+        assert [d["decision_id"] for d in body["decisions"]] == ["b-1", "b-2"]
+        status, body = await post(f"{url}/v1/outcomes", {"outcomes": [
+            {"decision_type": "tickets", "decision_id": "b-1", "outcome": "review"}]})
+        assert (status, body) == (200, {"recorded": 1})
+        outcomes = read_rows(tmp_path / "records", "outcomes")
+        assert [(o["decision_id"], o["outcome"], o["source"]) for o in outcomes] == [("b-1", "review", "api")]
+    rows = {r["decision_id"]: r for r in read_rows(tmp_path / "records", "proposals")}
+    assert rows["b-1"]["status"] == "scored"
+    assert "a@b.c" not in rows["b-1"]["state"]
+    assert '"customer_id":"hmac-sha256:' in rows["b-1"]["state"]
+    assert rows["b-2"]["state"] == "free text"
+    assert rows["b-1"]["proposal"] in {"billing", "technical", "review"}
+    assert rows["b-1"]["config_sha256"] == rows["b-2"]["config_sha256"]
+
+
+@pytest.mark.parametrize(("payload", "field", "status"), [
+    ({"decision_type": "tickets", "state": "x"}, "decision_id", 400),
+    ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": "x"},
+                    {"decision_type": "nope", "decision_id": "b", "state": "x"}]},
+     "decisions[1].decision_type", 400),
+    ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": 5}]},
+     "decisions[0].state", 400),
+    ({"decision_type": "tickets", "decision_id": "a", "state": "x", "extra": 1}, "extra", 400),
+    ({"decision_type": "tickets", "decision_id": "x" * 129, "state": "x"}, "decision_id", 400),
+    ({"decisions": []}, "decisions", 400),
+])
+async def test_bad_decisions_get_400_naming_the_field(payload: Any, field: str, status: int,
+                                                      scorer_url: str, tmp_path: Path) -> None:
+    """Schema violations answer a JSON error whose ``field`` points at the culprit; nothing is queued."""
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        got_status, body = await post(f"{url}/v1/decisions", payload)
+    assert got_status == status
+    assert body["error"]["code"] == "invalid_request"
+    assert body["error"]["field"] == field
+    assert read_rows(tmp_path / "records", "proposals") == []
+
+
+async def test_errors_for_bad_json_big_bodies_and_unknown_outcomes(scorer_url: str, tmp_path: Path) -> None:
+    """Bad JSON is a 400 on ``body``.
+
+    A body over the cap is a JSON 413; an outcome that is not one of the type's options is a 400 on
+    ``outcome``; unknown paths are JSON 404s.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog, max_body_bytes=4096)) as (url, _app):
+        status, body = await post(f"{url}/v1/decisions", None, data=b"{nope")
+        assert (status, body["error"]["field"]) == (400, "body")
+        status, body = await post(f"{url}/v1/decisions", None, data=b"x" * 5000)
+        assert (status, body["error"]["code"]) == (413, "body_too_large")
+        status, body = await post(f"{url}/v1/outcomes", {"decision_type": "tickets", "decision_id": "a",
+                                                         "outcome": "marketing"})
+        assert (status, body["error"]["field"]) == (400, "outcome")
+        status, body = await post(f"{url}/v2/whatever", {})
+        assert (status, body["error"]["code"]) == (404, "not_found")
+
+
+async def test_bearer_token_per_decision_type(scorer_url: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A type with ``auth_token_env`` refuses requests without the token (401) and takes them with it."""
+    monkeypatch.setenv("TICKETS_TOKEN", "s3cret")
+    dtype = ticket_type(scorer_url, auth_token_env="TICKETS_TOKEN")  # noqa: S106  (an env var's name)
+    catalog = write_catalog(tmp_path, {"tickets": dtype})
+    decision = {"decision_type": "tickets", "decision_id": "a-1", "state": "x"}
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        status, body = await post(f"{url}/v1/decisions", decision)
+        assert (status, body["error"]["code"]) == (401, "unauthorized")
+        status, _ = await post(f"{url}/v1/decisions", decision, headers={"Authorization": "Bearer wrong"})
+        assert status == 401
+        status, _ = await post(f"{url}/v1/decisions", decision, headers={"Authorization": "Bearer s3cret"})
+        assert status == 202
+
+
+async def test_metrics_and_healthz(scorer_url: str, tmp_path: Path) -> None:
+    """/metrics exports offered, sampled, scored and dropped{reason}; /healthz reports the queue."""
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, sampling={"rate": 0.5})})
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app), aiohttp.ClientSession() as s:
+        for i in range(40):
+            decision = {"decision_type": "tickets", "decision_id": f"m-{i}", "state": "x"}
+            await post(f"{url}/v1/decisions", decision)
+        async with s.get(f"{url}/healthz") as resp:
+            health = await resp.json()
+        assert health["status"] == "ok"
+        assert health["kill_switch"] is False
+        async with s.get(f"{url}/metrics") as resp:
+            text = await resp.text()
+    assert 'shadow_offered_total{decision_type="tickets"} 40.0' in text
+    assert 'shadow_dropped_total{decision_type="tickets",reason="not_sampled"}' in text
+    assert "shadow_queue_depth" in text
+    assert "shadow_breaker_state" in text
+    rows = read_rows(tmp_path / "records", "proposals")
+    sampled = sum(r["sampled"] for r in rows)
+    assert len(rows) == 40
+    assert f'shadow_sampled_total{{decision_type="tickets"}} {float(sampled)}' in text
+    assert all(r["reason"] == "not_sampled" for r in rows if not r["sampled"])

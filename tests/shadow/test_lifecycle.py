@@ -1,0 +1,138 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""What stops mirroring, and the row each stop leaves.
+
+Kill switch, experiment end, budget, rate cap, full queue, shutdown; and the durable RecordStore as the
+default sink.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from shadow.sinks import store_available
+from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.shadow.fault_scorer import Faults
+
+
+async def offer(url: str, ids: list[str]) -> list[dict[str, Any]]:
+    """Offer decisions one by one; return the per-decision results the API answered."""
+    out = []
+    async with aiohttp.ClientSession() as session:
+        for decision_id in ids:
+            body = {"decision_type": "tickets", "decision_id": decision_id, "state": {"subject": decision_id}}
+            async with session.post(f"{url}/v1/decisions", json=body) as resp:
+                assert resp.status == 202
+                out.extend((await resp.json())["decisions"])
+    return out
+
+
+def reasons(tmp_path: Path) -> Counter[tuple[str, str | None]]:
+    """(status, reason) counts of the proposals written."""
+    return Counter((r["status"], r["reason"]) for r in read_rows(tmp_path / "records", "proposals"))
+
+
+async def test_kill_switch_file_stops_mirroring(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """While the kill switch file exists.
+
+    Decisions are dropped with ``kill_switch`` and the scorer sees no call; removing it resumes scoring.
+    """
+    switch = tmp_path / "KILL"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog, kill_switch_file=switch)) as (url, _app):
+        await offer(url, ["before"])
+        await asyncio.sleep(0.1)
+        calls_before = faults.calls
+        switch.touch()
+        await asyncio.sleep(0.15)
+        answered = await offer(url, [f"k-{i}" for i in range(10)])
+        assert {a["reason"] for a in answered} == {"kill_switch"}
+        assert faults.calls == calls_before
+        switch.unlink()
+        await asyncio.sleep(0.15)
+        await offer(url, ["after"])
+        await asyncio.sleep(0.1)
+    assert reasons(tmp_path) == Counter({("dropped", "kill_switch"): 10, ("scored", None): 2})
+
+
+async def test_experiment_end_date_stops_mirroring(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """After ``experiment_ends_at`` every decision is dropped as ``experiment_ended``, unscored."""
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url,
+                                                              experiment_ends_at="2020-01-01T00:00:00Z")})
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        await offer(url, [f"e-{i}" for i in range(5)])
+    assert faults.calls == 0
+    assert reasons(tmp_path) == Counter({("dropped", "experiment_ended"): 5})
+
+
+async def test_budget_and_rate_cap(scorer_url: str, tmp_path: Path) -> None:
+    """A 3-calls-per-hour budget scores 3 decisions and drops the rest as ``budget_exhausted``.
+
+    A rate cap of 2/s drops a burst beyond 2 as ``rate_limited``.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, budget={"calls_per_hour": 3})})
+    async with running_sidecar(settings_for(tmp_path, catalog, workers=1)) as (url, _app):
+        await offer(url, [f"b-{i}" for i in range(6)])
+        await asyncio.sleep(0.2)
+    assert reasons(tmp_path) == Counter({("scored", None): 3, ("dropped", "budget_exhausted"): 3})
+
+    capped = tmp_path / "capped"
+    capped.mkdir()
+    catalog = write_catalog(capped, {"tickets": ticket_type(scorer_url, sampling={"max_per_second": 2})})
+    async with running_sidecar(settings_for(capped, catalog)) as (url, _app):
+        answered = await offer(url, [f"r-{i}" for i in range(6)])
+        await asyncio.sleep(0.2)
+    assert Counter(a["reason"] for a in answered) == Counter({None: 2, "rate_limited": 4})
+    assert reasons(capped)[("dropped", "rate_limited")] == 4
+
+
+async def test_full_queue_and_shutdown_are_accounted(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """With a 10 s scorer and one worker, a 3-item queue fills: the rest are ``queue_full``.
+
+    At shutdown the queued ones become ``shutdown`` rows and the one in flight times out within its
+    deadline.
+    """
+    faults.mode = "slow"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, workers=1, queue_max_items=3)
+    async with running_sidecar(settings) as (url, _app):
+        answered = await offer(url, [f"q-{i}" for i in range(10)])
+    faults.release.set()
+    assert Counter(a["reason"] for a in answered) == Counter({None: 4, "queue_full": 6})
+    seen = reasons(tmp_path)
+    assert seen[("dropped", "queue_full")] == 6
+    assert seen[("dropped", "shutdown")] == 3
+    assert seen[("timeout", "scorer_timeout")] == 1
+
+
+async def test_queue_bytes_limit(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """The queue is bounded by bytes too: a big decision that would pass the byte bound is ``bytes_limit``."""
+    faults.mode = "slow"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, workers=1, queue_max_bytes=4096)
+    async with running_sidecar(settings) as (url, _app), aiohttp.ClientSession() as session:
+        results = []
+        for i in range(3):
+            body = {"decision_type": "tickets", "decision_id": f"big-{i}", "state": "x" * 3000}
+            async with session.post(f"{url}/v1/decisions", json=body) as resp:
+                results.extend((await resp.json())["decisions"])
+    faults.release.set()
+    assert [r["reason"] for r in results] == [None, None, "bytes_limit"]
+
+
+async def test_record_store_is_the_default_sink(scorer_url: str, tmp_path: Path) -> None:
+    """With ``sink=auto`` and issue 5's RecordStore present, rows go through its journal to Parquet."""
+    assert store_available()
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog, sink="auto")) as (url, _app):
+        await offer(url, [f"s-{i}" for i in range(5)])
+        await asyncio.sleep(0.2)
+    assert reasons(tmp_path) == Counter({("scored", None): 5})
+    assert list((tmp_path / "spool").iterdir())
