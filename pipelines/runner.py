@@ -60,6 +60,7 @@ def bind_config(con: duckdb.DuckDBPyConnection, settings: PipelineSettings, wind
         "bootstrap_level": settings.bootstrap_level, "precision_target": settings.precision_target,
         "alpha": settings.alpha, "grid": round(1 / settings.threshold_step),
         "severe_confidence": settings.severe_confidence, "reference_weeks": settings.reference_weeks,
+        "min_reference_weeks": settings.min_reference_weeks,
         "psi_bins": settings.psi_bins, "psi_resolution": PSI_RESOLUTION, "psi_floor": PSI_FLOOR,
         "utilization": settings.utilization,
     }

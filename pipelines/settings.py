@@ -30,6 +30,8 @@ class PipelineSettings(BaseSettings):
         default_factory=lambda: {"ticket_routing": ["refund"], "priority": ["urgent"]},
         description="catalog: high-consequence option ids per decision type")
     reference_weeks: int = Field(default=4, ge=2, le=52, description="weeks before the target used as drift reference")
+    min_reference_weeks: int = Field(default=3, ge=2, le=52,
+                                     description="reference weeks needed before the ECE alert can fire")
     psi_bins: int = Field(default=10, ge=2, le=100, description="reference quantile bins for confidence PSI")
     maturity_lag_days: float = Field(default=3.0, ge=0.0, description="a week is final this long after it ends")
     utilization: float = Field(default=0.5, gt=0.0, le=1.0,

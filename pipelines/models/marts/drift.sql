@@ -1,6 +1,6 @@
 -- Week-over-week drift per decision type and model identity: the week's top-label ECE against the
--- `reference_weeks` weeks before it (alert above their mean + 3 sample standard deviations, with at
--- least two reference weeks), the confidence PSI and the proposal and outcome mix PSI, with the
+-- `reference_weeks` weeks before it (alert above their mean + 3 sample standard deviations, once there
+-- are `min_reference_weeks` of them: two weeks give a standard deviation too noisy to alert on), the confidence PSI and the proposal and outcome mix PSI, with the
 -- usual bands (< 0.1 stable, < 0.25 moderate, else significant).
 with weekly as (
     select decision_type, week_start, week, model_key, ece, labelled, label_rate from calibration
@@ -32,7 +32,7 @@ final as (
         weekly.labelled, weekly.label_rate, weekly.ece,
         reference.reference_ece_mean, reference.reference_ece_sd, reference.reference_ece_weeks,
         reference.reference_ece_mean + 3 * reference.reference_ece_sd as ece_alert_above,
-        coalesce(reference.reference_ece_weeks >= 2
+        coalesce(reference.reference_ece_weeks >= params.min_reference_weeks
                  and weekly.ece > reference.reference_ece_mean + 3 * reference.reference_ece_sd, false) as ece_alert,
         conf.confidence_psi,
         case when conf.confidence_psi < 0.1 then 'stable' when conf.confidence_psi < 0.25 then 'moderate'
@@ -43,6 +43,7 @@ final as (
              when greatest(mix.proposal_mix_psi, mix.outcome_mix_psi) < 0.25 then 'moderate'
              when mix.proposal_mix_psi is not null then 'significant' end as mix_psi_band
     from weekly
+    cross join params
     left join reference using (decision_type, week_start, model_key)
     left join drift_confidence as conf using (decision_type, week_start, model_key)
     left join drift_mix as mix using (decision_type, week_start, model_key)
