@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -42,14 +41,14 @@ class Published:
         return sum(p.stat().st_size for p in self.files)
 
 
-def segment_rows(read: SegmentRead) -> dict[str, list[dict[str, Any]]]:
-    """The proposals and outcomes rows a segment holds, in order (accept marks are not rows)."""
-    out: dict[str, list[dict[str, Any]]] = {"proposals": [], "outcomes": []}
+def segment_payloads(read: SegmentRead) -> dict[str, list[bytes]]:
+    """The JSON payloads of a segment's proposals and outcomes rows, in order (accepts are not rows)."""
+    out: dict[str, list[bytes]] = {"proposals": [], "outcomes": []}
     for kind, body in read.frames:
         if kind == PROPOSAL:
-            out["proposals"].append(orjson.loads(body))
+            out["proposals"].append(body)
         elif kind == OUTCOME:
-            out["outcomes"].append(orjson.loads(body))
+            out["outcomes"].append(body)
     return out
 
 
@@ -71,11 +70,14 @@ def publish_segment(segment: Path, local_root: Path, writer_id: str) -> Publishe
     read = read_segment(segment)
     seq = segment_seq(segment)
     result = Published(torn_bytes=read.torn_bytes)
-    for dataset, rows in segment_rows(read).items():
-        result.rows[dataset] = len(rows)
-        for part, part_rows in rowlib.partitioned(dataset, rows).items():
+    for dataset, payloads in segment_payloads(read).items():
+        result.rows[dataset] = len(payloads)
+        if not payloads:
+            continue
+        table = rowlib.table_from_json(dataset, payloads)
+        for part, part_table in rowlib.partitioned(dataset, table).items():
             target = local_root / part / f"{writer_id}-{seq:016d}.parquet"
-            write_atomic(rowlib.to_table(dataset, part_rows), target)
+            write_atomic(part_table, target)
             result.files.append(target)
     return result
 

@@ -9,12 +9,14 @@ reject), timestamps become integer microseconds (UTC), and the store fills ``rec
 
 from __future__ import annotations
 
-from collections import defaultdict
+import io
 from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
 
 from shadow.records.errors import InvalidRow
 from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION
@@ -25,41 +27,56 @@ _REQUIRED: Final = {"proposals": ("decision_id", "decision_type", "received_at",
                     "outcomes": ("decision_id", "decision_type", "outcome", "outcome_at")}
 
 
-_Check = tuple[tuple[type, ...], tuple[type, ...] | None, int | None]
+_Check = tuple[frozenset[type], frozenset[type] | None, int | None]
+_NUMBER: Final = frozenset({float, int})
 
 
 def _check_for(arrow_type: pa.DataType) -> _Check:
-    """Python types a column accepts, its list elements' types, and its integer bound."""
+    """Exact Python types a column accepts, its list elements' types, and its integer bound.
+
+    Exact types (``type(v) in allowed``) are several times faster than ``isinstance`` on the hot
+    path and keep ``bool`` out of integer columns for free.
+    """
     if pa.types.is_string(arrow_type):
-        return (str,), None, None
+        return frozenset({str}), None, None
     if pa.types.is_boolean(arrow_type):
-        return (bool,), None, None
+        return frozenset({bool}), None, None
     if pa.types.is_integer(arrow_type):
-        return (int,), None, 2 ** (arrow_type.bit_width - 1)
+        return frozenset({int}), None, 2 ** (arrow_type.bit_width - 1)
     if pa.types.is_floating(arrow_type):
-        return (float, int), None, None
+        return _NUMBER, None, None
     if pa.types.is_timestamp(arrow_type):
-        return (int, datetime), None, None
+        return frozenset({int, datetime}), None, None
     element = arrow_type.value_type
-    return (list, tuple), ((str,) if pa.types.is_string(element) else (float, int)), None
+    return frozenset({list, tuple}), (frozenset({str}) if pa.types.is_string(element) else _NUMBER), None
 
 
 _CHECKS: Final = {name: {f.name: _check_for(f.type) for f in schema} for name, schema in DATASETS.items()}
+_SIMPLE: Final = {name: {key: types for key, (types, elements, bound) in checks.items()
+                         if elements is None and bound is None} for name, checks in _CHECKS.items()}
+"""Columns whose check is one exact-type test: done inline, the common case on the hot path."""
 
 
-def _check(dataset: str, key: str, value: Any) -> None:
-    check = _CHECKS[dataset].get(key)
+def _accepts(types: frozenset[type], value: object) -> bool:
+    """Exact type first (fast); subclasses (a ``StrEnum``) too, but never a bool for a number."""
+    if type(value) in types:
+        return True
+    return not isinstance(value, bool) and isinstance(value, tuple(types))
+
+
+def _check(checks: dict[str, _Check], key: str, value: Any) -> None:
+    check = checks.get(key)
     if check is None:
-        raise InvalidRow(f"unknown column {key!r} for {dataset}", key)
+        raise InvalidRow(f"unknown column {key!r}", key)
     types, elements, bound = check
-    matches = isinstance(value, types) and (bool in types or not isinstance(value, bool))
-    if not matches:
-        raise InvalidRow(f"{key} must be {types[0].__name__}", key)
+    if not _accepts(types, value):
+        raise InvalidRow(f"{key} must be {' or '.join(sorted(t.__name__ for t in types))}", key)
     if bound is not None and not -bound <= value < bound:
         raise InvalidRow(f"{key} is out of range", key)
-    if elements is not None and not all(
-            isinstance(x, elements) and not isinstance(x, bool) for x in value):
-        raise InvalidRow(f"{key} must hold {elements[0].__name__} values", key)
+    if elements is not None:
+        for item in value:
+            if not _accepts(elements, item):
+                raise InvalidRow(f"{key} must hold {' or '.join(sorted(t.__name__ for t in elements))}", key)
 
 
 def to_micros(value: int | datetime, field: str) -> int:
@@ -75,8 +92,11 @@ def to_micros(value: int | datetime, field: str) -> int:
 def normalize(dataset: str, row: dict[str, Any], writer_id: str) -> dict[str, Any]:
     """A validated copy of ``row`` ready for the journal; raises ``InvalidRow`` naming the field."""
     out = {k: v for k, v in row.items() if v is not None}
+    checks, simple = _CHECKS[dataset], _SIMPLE[dataset]
     for key, value in out.items():
-        _check(dataset, key, value)
+        types = simple.get(key)
+        if types is None or type(value) not in types:
+            _check(checks, key, value)
     for key in _REQUIRED[dataset]:
         if key not in out or out[key] == "":
             raise InvalidRow(f"{key} is required", key)
@@ -96,23 +116,32 @@ def lost_row(accepted: dict[str, Any], reason: str, writer_id: str,
             "writer_id": writer_id, "config_sha256": config_sha256}
 
 
-def partition_dir(dataset: str, decision_type: str, micros: int) -> str:
-    """``<dataset>/decision_type=<t>/date=<YYYY-MM-DD>`` (the type URI-escaped, as Hive readers expect)."""
-    day = datetime.fromtimestamp(micros / 1_000_000, tz=UTC).date().isoformat()
-    return f"{dataset}/decision_type={quote(decision_type, safe='')}/date={day}"
+def _read_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema JSON is parsed with: timestamps arrive as integer microseconds."""
+    return pa.schema([pa.field(f.name, pa.int64()) if pa.types.is_timestamp(f.type) else f for f in schema])
 
 
-def partitioned(dataset: str, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Rows grouped by their partition folder, in arrival order."""
-    column = TIME_COLUMN[dataset]
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        groups[partition_dir(dataset, row["decision_type"], row[column])].append(row)
-    return dict(groups)
+def table_from_json(dataset: str, lines: list[bytes]) -> pa.Table:
+    """The rows of journal payloads (JSON objects from ``normalize``) as one table, in order.
 
-
-def to_table(dataset: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """One Arrow table with the dataset's exact schema (absent columns are null)."""
+    Arrow's C++ JSON reader with the explicit schema is about three times cheaper than decoding
+    each payload in Python and building columns from lists.
+    """
     schema = DATASETS[dataset]
-    columns = [pa.array([row.get(f.name) for row in rows], type=f.type) for f in schema]
+    options = pajson.ParseOptions(explicit_schema=_read_schema(schema), unexpected_field_behavior="error")
+    table = pajson.read_json(io.BytesIO(b"\n".join(lines)), parse_options=options,
+                             read_options=pajson.ReadOptions(use_threads=False, block_size=1 << 24))
+    columns = [table.column(f.name).cast(f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def partitioned(dataset: str, table: pa.Table) -> dict[str, pa.Table]:
+    """The table split by partition folder (decision type, UTC date), rows in their order."""
+    days = pc.strftime(table.column(TIME_COLUMN[dataset]), format="%Y-%m-%d")
+    keys = pc.binary_join_element_wise(table.column("decision_type"), days, "\x00")
+    out: dict[str, pa.Table] = {}
+    for key in pc.unique(keys).to_pylist():
+        decision_type, day = key.split("\x00")
+        folder = f"{dataset}/decision_type={quote(decision_type, safe='')}/date={day}"
+        out[folder] = table.filter(pc.equal(keys, key))
+    return out

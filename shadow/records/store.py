@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
+import pyarrow as pa
+
 from shadow.records import rows as rowlib
 from shadow.records.errors import InvalidRow, RecordsError, SinkFull, StoreClosed, UploadFailed
 from shadow.records.journal import Journal
@@ -56,6 +58,7 @@ class StoreStats:
     files_published: int = 0
     uploads: int = 0
     upload_errors: int = 0
+    publish_errors: int = 0
     journal_bytes: int = 0
     staged_bytes: int = 0
     recovery: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +102,7 @@ class RecordStore:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._spool_lock: int | None = None
+        self._sealed: list[tuple[Path, int]] = []
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -188,12 +192,15 @@ class RecordStore:
                 await asyncio.wait_for(self._roll_wanted.wait(), timeout=TICK_S)
             self._roll_wanted.clear()
             journal = self._journal
-            if journal is None or self._stopping.is_set() or not self._roll_due(journal.segment):
+            if journal is None or self._stopping.is_set():
                 continue
             try:
-                await self._roll(journal)
-            except (RecordsError, OSError):
-                log.exception("records roll-over failed; the segment stays in the journal")
+                if self._roll_due(journal.segment):
+                    await self._roll(journal)
+                await self._publish_sealed()
+            except (RecordsError, OSError, pa.ArrowException):
+                self.stats.publish_errors += 1
+                log.exception("records roll-over failed; the segment stays in the journal and is retried")
 
     def _carry(self) -> list[bytes]:
         return [encode(ACCEPT, accepted) for accepted in self._pending.values()]
@@ -202,7 +209,13 @@ class RecordStore:
         seq = max(journal.segment.seq + 1, next_seq(self.settings.journal_dir))
         sealed = await journal.seal(self._carry, seq)
         self._carried = journal.segment.size
-        await self._publish(sealed.path, sealed.size)
+        self._sealed.append((sealed.path, sealed.size))
+
+    async def _publish_sealed(self) -> None:
+        """Publish sealed segments in order; one that fails stays first in line for the next try."""
+        while self._sealed:
+            await self._publish(*self._sealed[0])
+            self._sealed.pop(0)
 
     async def _publish(self, segment: Path, size: int) -> None:
         loop = asyncio.get_running_loop()
@@ -268,8 +281,8 @@ class RecordStore:
         await asyncio.gather(*self._tasks)
         self._tasks.clear()
         await journal.stop()
-        segment = journal.segment
-        await self._publish(segment.path, segment.size)
+        self._sealed.append((journal.segment.path, journal.segment.size))
+        await self._publish_sealed()
         if self._uploader is not None and not await self._upload_pass():
             log.warning("records: %d bytes stay staged for the next start", self.stats.staged_bytes)
         self._work.shutdown(wait=True)

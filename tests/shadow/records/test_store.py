@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 DAY_US = 86_400_000_000
 
 
+def _block_folder(folder: Path) -> Path:
+    folder.parent.mkdir(parents=True)
+    folder.write_text("in the way")
+    return folder
+
+
 def _parquet_files(root: Path) -> list[Path]:
     return sorted(root.rglob("*.parquet"))
 
@@ -143,3 +149,27 @@ async def test_every_fsync_policy_keeps_every_row(local_settings: RecordSettings
     proposals = open_dataset(settings, "proposals").to_table().column("decision_id").to_pylist()
     outcomes = open_dataset(settings, "outcomes").to_table().column("decision_id").to_pylist()
     assert sorted(proposals) == sorted(outcomes) == sorted(f"d{i}" for i in range(50))
+
+
+async def test_a_failed_publish_keeps_the_segment_and_is_retried(local_settings: RecordSettings) -> None:
+    """A segment that cannot become Parquet stays in the journal and is published on a later tick.
+
+    The obstacle here is a file where a folder must go; the error is counted meanwhile.
+    """
+    settings = local_settings.model_copy(update={"roll_seconds": 0.1})
+    obstacle = _block_folder(Path(settings.root) / "outcomes")
+    async with RecordStore(settings) as store:
+        await store.outcome(outcome_row("d1"))
+        for _ in range(100):
+            if store.stats.publish_errors:
+                break
+            await asyncio.sleep(0.05)
+        assert store.stats.publish_errors >= 1
+        assert len(list_segments(settings.journal_dir)) >= 2  # the sealed one waits, a new one is open
+        obstacle.unlink()
+        for _ in range(100):
+            if store.stats.segments_published:
+                break
+            await asyncio.sleep(0.05)
+        assert store.stats.segments_published >= 1
+    assert open_dataset(settings, "outcomes").to_table().column("decision_id").to_pylist() == ["d1"]
