@@ -43,6 +43,8 @@ class Journal:
         self._lock = asyncio.Lock()
         self._on_commit = on_commit
         self._task: asyncio.Task[None] | None = None
+        self.commits = 0
+        self.frames_committed = 0
 
     @property
     def segment(self) -> SegmentFile:
@@ -109,6 +111,8 @@ class Journal:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+        self.commits += 1
+        self.frames_committed += len(frames)
         self._on_commit(sum(map(len, frames)))
 
     def _commit(self, frames: list[bytes]) -> None:

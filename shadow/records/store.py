@@ -295,5 +295,8 @@ class RecordStore:
             self._spool_lock = None
 
     def snapshot(self) -> dict[str, Any]:
-        """The counters as a JSON-ready dict."""
-        return {**asdict(self.stats), "local_bytes": self.stats.local_bytes}
+        """The counters as a JSON-ready dict (``journal_commits``: fsync groups so far)."""
+        journal = self._journal
+        return {**asdict(self.stats), "local_bytes": self.stats.local_bytes,
+                "journal_commits": journal.commits if journal else 0,
+                "journal_records": journal.frames_committed if journal else 0}
