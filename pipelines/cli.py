@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from pipelines.settings import PipelineSettings
 
 DEFAULT_OUT = Path("pipelines-out")
 
 
 @click.group("pipelines")
 def pipelines() -> None:
-    """DuckDB jobs over the shadow records: agreement, calibration, drift, thresholds, latency, cost.
+    r"""DuckDB jobs over the shadow records: agreement, calibration, drift, thresholds, latency, cost.
 
     \b
     Examples:
@@ -26,15 +31,29 @@ def pipelines() -> None:
 @pipelines.command("generate")
 @click.option("--root", required=True, help="Folder or s3://bucket/prefix to write records-v1 files under.")
 @click.option("--decisions", type=click.IntRange(min=1), required=True, help="Offered decisions in total.")
-@click.option("--weeks", type=click.IntRange(1, 104), default=5, show_default=True, help="Weeks to spread them over.")
+@click.option(
+    "--weeks", type=click.IntRange(1, 104), default=5, show_default=True, help="Weeks to spread them over."
+)
 @click.option("--first-week", default="2026-W44", show_default=True, help="ISO week of the first decision.")
-@click.option("--drift-week", type=int, default=4, show_default=True,
-              help="0-based week with injected drift (overconfidence and a mix shift); -1 for none.")
+@click.option(
+    "--drift-week",
+    type=int,
+    default=4,
+    show_default=True,
+    help="0-based week with injected drift (overconfidence and a mix shift); -1 for none.",
+)
 @click.option("--seed", type=int, default=7, show_default=True, help="Same seed, same files.")
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
-def generate_command(root: str, decisions: int, weeks: int, first_week: str, drift_week: int, seed: int,
-                     s3_endpoint: str | None) -> None:
-    """Write realistic records-v1 proposals and outcomes with known properties (Hive-partitioned).
+def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
+    root: str,
+    decisions: int,
+    weeks: int,
+    first_week: str,
+    drift_week: int,
+    seed: int,
+    s3_endpoint: str | None,
+) -> None:
+    r"""Write realistic records-v1 proposals and outcomes with known properties (Hive-partitioned).
 
     \b
     Example:
@@ -46,14 +65,21 @@ def generate_command(root: str, decisions: int, weeks: int, first_week: str, dri
     from pipelines.weeks import parse_week  # noqa: PLC0415
 
     try:
-        plan = Plan(decisions=decisions, weeks=weeks, first_monday=parse_week(first_week, "first-week"),
-                    drift_week=None if drift_week < 0 else drift_week, seed=seed)
+        plan = Plan(
+            decisions=decisions,
+            weeks=weeks,
+            first_monday=parse_week(first_week, "first-week"),
+            drift_week=None if drift_week < 0 else drift_week,
+            seed=seed,
+        )
         started = time.perf_counter()
         counts = generate(open_root(root, s3_endpoint), plan)
     except PipelinesError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"wrote {counts['proposals']:,} proposals and {counts['outcomes']:,} outcomes "
-               f"in {counts['files']:,} files under {root} ({time.perf_counter() - started:.1f} s)")
+    click.echo(
+        f"wrote {counts['proposals']:,} proposals and {counts['outcomes']:,} outcomes "
+        f"in {counts['files']:,} files under {root} ({time.perf_counter() - started:.1f} s)"
+    )
 
 
 @pipelines.command("run")
@@ -61,22 +87,38 @@ def generate_command(root: str, decisions: int, weeks: int, first_week: str, dri
 @click.option("--week", default=None, help="One ISO week, e.g. 2026-W48 (same as --since W --until W).")
 @click.option("--since", default=None, help="First ISO week of a range.")
 @click.option("--until", default=None, help="Last ISO week of a range (default: --since).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_OUT, show_default=True,
-              help="Output root: <out>/<mart>/week=<W>/part-0.parquet and <out>/pipelines.duckdb.")
-@click.option("--as-of", default=None, help="Use outcomes known at this ISO time (default: now). Pin it to rerun.")
-@click.option("--price", "prices", multiple=True, metavar="TYPE=USD",
-              help="Override an hourly instance price (repeat).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Output root: <out>/<mart>/week=<W>/part-0.parquet and <out>/pipelines.duckdb.",
+)
+@click.option(
+    "--as-of", default=None, help="Use outcomes known at this ISO time (default: now). Pin it to rerun."
+)
+@click.option(
+    "--price", "prices", multiple=True, metavar="TYPE=USD", help="Override an hourly instance price (repeat)."
+)
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
-def run_command(root: str, week: str | None, since: str | None, until: str | None, out: Path, as_of: str | None,
-                prices: tuple[str, ...], s3_endpoint: str | None) -> None:
-    """Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
+def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
+    root: str,
+    week: str | None,
+    since: str | None,
+    until: str | None,
+    out: Path,
+    as_of: str | None,
+    prices: tuple[str, ...],
+    s3_endpoint: str | None,
+) -> None:
+    r"""Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
 
     Other settings come from PIPELINES_* variables (docs/pipelines.md), e.g. PIPELINES_PRECISION_TARGET.
 
     \b
     Examples:
       semif-shadow pipelines run --root records --week 2026-W48
-      semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \\
+      semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \
           --s3-endpoint http://127.0.0.1:5000 --as-of 2026-12-05T00:00:00Z
     """
     from pipelines.errors import PipelinesError  # noqa: PLC0415  (keep --help fast)
@@ -98,40 +140,48 @@ def _weeks(week: str | None, since: str | None, until: str | None) -> tuple[str,
     return first, until or first
 
 
-def _run(settings: object, root: str, weeks: tuple[str, str], out: Path, as_of: str | None,
-         price_specs: tuple[str, ...]) -> None:
+def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and passed on)
+    settings: PipelineSettings,
+    root: str,
+    weeks: tuple[str, str],
+    out: Path,
+    as_of: str | None,
+    price_specs: tuple[str, ...],
+) -> None:
     from pipelines import runner  # noqa: PLC0415
     from pipelines.errors import BadArgument  # noqa: PLC0415
     from pipelines.prices import load_prices, parse_overrides  # noqa: PLC0415
-    from pipelines.settings import PipelineSettings  # noqa: PLC0415
     from pipelines.sqlmodels import ORDER  # noqa: PLC0415
     from pipelines.storage import open_root  # noqa: PLC0415
     from pipelines.weeks import week_label, window  # noqa: PLC0415
 
-    assert isinstance(settings, PipelineSettings)
     try:
         instant = runner.default_as_of() if as_of is None else dt.datetime.fromisoformat(as_of)
     except ValueError as exc:
         raise BadArgument(f"{as_of!r} is not an ISO date-time", "as-of") from exc
-    span = window(weeks[0], weeks[1], settings.reference_weeks, instant,
-                  dt.timedelta(days=settings.maturity_lag_days))
+    span = window(
+        weeks[0], weeks[1], settings.reference_weeks, instant, dt.timedelta(days=settings.maturity_lag_days)
+    )
     table = load_prices(settings.prices_file).with_overrides(parse_overrides(price_specs))
     started = time.perf_counter()
-    with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=click.get_text_stream("stderr")) as bar:
-        result = runner.run(settings, open_root(root, settings.s3_endpoint, settings.s3_region), span, out, table,
-                            on_step=lambda _name: bar.update(1))
+    with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=sys.stderr) as bar:
+        records = open_root(root, settings.s3_endpoint, settings.s3_region)
+        job = runner.Job(settings, records, span, table, out)
+        result = runner.run(job, on_step=lambda _name: bar.update(1))
     for monday in span.targets():
         state = "final" if span.is_mature(monday) else "NOT mature: rerun when late outcomes have arrived"
         click.echo(f"{week_label(monday)}: {state}")
-    click.echo(f"{sum(result.rows.values()):,} rows in {len(result.rows)} marts under {out} "
-               f"({result.files['proposals']} + {result.files['outcomes']} files read, "
-               f"{time.perf_counter() - started:.1f} s)")
+    click.echo(
+        f"{sum(result.rows.values()):,} rows in {len(result.rows)} marts under {out} "
+        f"({result.files['proposals']} + {result.files['outcomes']} files read, "
+        f"{time.perf_counter() - started:.1f} s)"
+    )
 
 
 @pipelines.command("sql")
 @click.option("--model", "model_name", default=None, help="Print only this model.")
 def sql_command(model_name: str | None) -> None:
-    """Print the SQL of each model in dependency order, to run the same logic elsewhere.
+    r"""Print the SQL of each model in dependency order, to run the same logic elsewhere.
 
     Staging models read `raw_proposals` and `raw_outcomes` (records-v1); every model reads its settings from
     the one-row `run_params` table and the `cfg_*` tables; `cp_lower(x, n, a)` is the Beta(a; x, n-x+1)

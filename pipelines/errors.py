@@ -19,7 +19,7 @@ class PipelinesError(Exception):
     """Base of every error the pipelines raise on purpose."""
 
 
-class BadArgument(PipelinesError):
+class BadArgument(PipelinesError):  # noqa: N818  (named for the condition, like scorer.errors)
     """An argument or setting that cannot be used; ``field`` names it."""
 
     def __init__(self, message: str, field: str) -> None:
@@ -27,11 +27,11 @@ class BadArgument(PipelinesError):
         self.field = field
 
 
-class NoInput(PipelinesError):
+class NoInput(PipelinesError):  # noqa: N818  (named for the condition)
     """No records-v1 files under the root for the requested window."""
 
 
-class SchemaMismatch(PipelinesError):
+class SchemaMismatch(PipelinesError):  # noqa: N818  (named for the condition)
     """A Parquet file under the root does not follow the records-v1 schema."""
 
 

@@ -1,4 +1,6 @@
-"""Write realistic records-v1 data with known properties (see ``synth.py``), Hive-partitioned like the sidecar.
+"""Write realistic records-v1 data with known properties (see ``synth.py``).
+
+Hive-partitioned like the sidecar.
 
 Layout: ``<root>/{proposals,outcomes}/decision_type=<t>/date=<YYYY-MM-DD>/<writer_id>-<seq>.parquet``;
 each file is written aside and renamed (locally) or uploaded whole (S3). The same seed gives the same
@@ -8,8 +10,8 @@ files. Used by the tests, ``bench/pipelines.py`` and the demo.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -17,8 +19,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines import synth
-from pipelines.storage import Root
 from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION, TS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pipelines.storage import Root
 
 DAY_US = 24 * synth.HOUR_US
 WEEK_US = 7 * DAY_US
@@ -34,7 +40,20 @@ class Plan:
     first_monday: dt.date = dt.date(2026, 10, 26)
     drift_week: int | None = 4
     seed: int = 7
-    knobs: synth.Knobs = synth.Knobs()
+    knobs: synth.Knobs = field(default_factory=synth.Knobs)
+
+
+@dataclass(frozen=True)
+class Draws:
+    """The random draws of one chunk that both tables use."""
+
+    ids: pa.Array
+    received: np.ndarray
+    status_idx: np.ndarray
+    scored: np.ndarray
+    p: np.ndarray
+    model_idx: np.ndarray
+    truth: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -73,13 +92,18 @@ def generate(root: Root, plan: Plan) -> dict[str, int]:
     return counts
 
 
-def draw_chunk(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, drifted: bool,
-               ) -> tuple[pa.Table, pa.Table]:
+def draw_chunk(
+    rng: np.random.Generator,
+    chunk: Chunk,
+    knobs: synth.Knobs,
+    drifted: bool,
+) -> tuple[pa.Table, pa.Table]:
     """The proposals and outcomes of one chunk."""
     n, spec = chunk.n, chunk.spec
     received = chunk.start_us + np.sort(rng.integers(0, WEEK_US, n))
-    ids = pc.binary_join_element_wise("d-", pa.array(np.arange(chunk.first_id, chunk.first_id + n)).cast(pa.string()),
-                                      "")
+    ids = pc.binary_join_element_wise(
+        "d-", pa.array(np.arange(chunk.first_id, chunk.first_id + n)).cast(pa.string()), ""
+    )
     status_idx, scored = draw_statuses_for(rng, n, knobs)
     mix = synth.week_mix(spec, drifted, knobs.drift_mix_shift)
     intended = rng.choice(len(spec.options), size=n, p=mix)
@@ -89,9 +113,8 @@ def draw_chunk(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, drift
     temperature = knobs.drift_temperature if drifted else knobs.temperature
     truth = synth.draw_outcomes(rng, p, temperature)
     truth = np.where(scored, truth, intended)  # production decides every decision, scored or not
-    proposals = proposals_table(rng, chunk, knobs, ids, received, status_idx, scored, p, model_idx)
-    outcomes = outcomes_table(rng, chunk, knobs, ids, received, truth)
-    return proposals, outcomes
+    draws = Draws(ids, received, status_idx, scored, p, model_idx, truth)
+    return proposals_table(rng, chunk, knobs, draws), outcomes_table(rng, chunk, knobs, draws)
 
 
 def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> tuple[np.ndarray, np.ndarray]:
@@ -99,16 +122,16 @@ def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> t
     return synth.draw_statuses(rng, n, knobs.not_scored)
 
 
-def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, ids: pa.Array,
-                    received: np.ndarray, status_idx: np.ndarray, scored: np.ndarray, p: np.ndarray,
-                    model_idx: np.ndarray) -> pa.Table:
+def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws) -> pa.Table:
     """Assemble the proposals rows of one chunk in the records-v1 schema."""
     n, k = chunk.n, len(chunk.spec.options)
+    ids, received, status_idx, scored, p = draws.ids, draws.received, draws.status_idx, draws.scored, draws.p
     statuses = np.array([s for s, _, _ in knobs.not_scored] + ["scored"], dtype=object)
     reasons = np.array([r for _, r, _ in knobs.not_scored] + [None], dtype=object)
     fleet_idx = rng.choice(len(knobs.fleets), size=n, p=[f.share for f in knobs.fleets])
     scorer_ms, total_ms = synth.draw_latency(
-        rng, np.array([f.scorer_median_ms for f in knobs.fleets])[fleet_idx])
+        rng, np.array([f.scorer_median_ms for f in knobs.fleets])[fleet_idx]
+    )
     top = p.argmax(axis=1)
     options = pa.array(chunk.spec.options)
     no_row = pa.array(~scored)
@@ -120,8 +143,9 @@ def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, 
         "sampled": pa.array(reasons[status_idx] != "not_sampled"),
         "status": pa.array(statuses[status_idx], pa.string()),
         "reason": pa.array(reasons[status_idx], pa.string()),
-        "option_ids": pa.ListArray.from_arrays(np.arange(n + 1, dtype=np.int32) * k,
-                                               options.take(pa.array(np.tile(np.arange(k), n)))),
+        "option_ids": pa.ListArray.from_arrays(
+            np.arange(n + 1, dtype=np.int32) * k, options.take(pa.array(np.tile(np.arange(k), n)))
+        ),
         "probabilities": list_column(p, scored),
         "logits": list_column(np.log(p), scored),
         "proposal": pc.if_else(no_row, pa.scalar(None, pa.string()), options.take(pa.array(top))),
@@ -130,24 +154,29 @@ def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, 
         "scorer_ms": pa.array(scorer_ms, mask=~scored),
         "queue_ms": pa.array(total_ms - scorer_ms - 2.0, mask=~scored),
     }
-    cols |= identity_columns(knobs, fleet_idx, model_idx, scored)
+    cols |= identity_columns(knobs, fleet_idx, draws.model_idx, scored)
     cols |= constant_columns(rng, n, scored)
     return pa.Table.from_pydict({f.name: cols[f.name] for f in PROPOSALS}, schema=PROPOSALS)
 
 
 def list_column(values: np.ndarray, present: np.ndarray) -> pa.Array:
     """A list<double> column: each present row's vector, null elsewhere."""
-    n, k = values.shape
-    lengths = np.where(present, k, 0)
+    lengths = np.where(present, values.shape[1], 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[present].ravel()), mask=pa.array(~present))
+    return pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(values[present].ravel()), mask=pa.array(~present)
+    )
 
 
-def identity_columns(knobs: synth.Knobs, fleet_idx: np.ndarray, model_idx: np.ndarray,
-                     scored: np.ndarray) -> dict[str, pa.Array]:
+def identity_columns(
+    knobs: synth.Knobs, fleet_idx: np.ndarray, model_idx: np.ndarray, scored: np.ndarray
+) -> dict[str, pa.Array]:
     """Backend, device and model identity of each row (null where nothing was scored)."""
+
     def pick(values: list[str], idx: np.ndarray) -> pa.Array:
-        return pc.if_else(pa.array(~scored), pa.scalar(None, pa.string()), pa.array(values).take(pa.array(idx)))
+        return pc.if_else(
+            pa.array(~scored), pa.scalar(None, pa.string()), pa.array(values).take(pa.array(idx))
+        )
 
     fleets, models = knobs.fleets, knobs.models
     return {
@@ -180,10 +209,13 @@ def constant_columns(rng: np.random.Generator, n: int, scored: np.ndarray) -> di
     }
 
 
-def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, ids: pa.Array,
-                   received: np.ndarray, truth: np.ndarray) -> pa.Table:
-    """Outcomes for a ``label_rate`` share of decisions; some are ``review``, some repeated with an earlier row."""
+def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws) -> pa.Table:
+    """Outcomes for a ``label_rate`` share of decisions.
+
+    Some are ``review``, some repeated with an earlier row.
+    """
     n, options = chunk.n, [*chunk.spec.options, synth.REVIEW_OPTION]
+    ids, received, truth = draws.ids, draws.received, draws.truth
     labelled = rng.random(n) < knobs.label_rate
     truth = np.where(rng.random(n) < knobs.review_rate, len(options) - 1, truth)
     delay = synth.outcome_delay_us(rng, n)
@@ -194,15 +226,18 @@ def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, i
     order = np.argsort(at, kind="stable")
     rows, value, at = rows[order], value[order], at[order]
     m = rows.size
-    return pa.Table.from_pydict({
-        "record_version": pa.array(np.full(m, RECORD_VERSION, np.int16)),
-        "decision_id": ids.take(pa.array(rows)),
-        "decision_type": pa.array([chunk.spec.name] * m, pa.string()),
-        "outcome": pa.array(options).take(pa.array(value)),
-        "outcome_at": pa.array(at).cast(TS),
-        "source": pa.array(["api"] * m, pa.string()),
-        "writer_id": pa.array([WRITER] * m, pa.string()),
-    }, schema=OUTCOMES)
+    return pa.Table.from_pydict(
+        {
+            "record_version": pa.array(np.full(m, RECORD_VERSION, np.int16)),
+            "decision_id": ids.take(pa.array(rows)),
+            "decision_type": pa.array([chunk.spec.name] * m, pa.string()),
+            "outcome": pa.array(options).take(pa.array(value)),
+            "outcome_at": pa.array(at).cast(TS),
+            "source": pa.array(["api"] * m, pa.string()),
+            "writer_id": pa.array([WRITER] * m, pa.string()),
+        },
+        schema=OUTCOMES,
+    )
 
 
 def write_partitioned(root: Root, dataset: str, table: pa.Table, time_column: str, chunk: Chunk) -> int:

@@ -1,4 +1,6 @@
-"""Write each target week's marts: ``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` and ``<out>/pipelines.duckdb``.
+"""Write each target week's marts.
+
+``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` and ``<out>/pipelines.duckdb``.
 
 A week's Parquet file is written aside and renamed over the old one; in the DuckDB file the week's rows
 are deleted and inserted in one transaction. Rerunning a week therefore replaces it whole.
@@ -6,8 +8,7 @@ are deleted and inserted in one transaction. Rerunning a week therefore replaces
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -15,6 +16,10 @@ import pyarrow.parquet as pq
 
 from pipelines.sqlmodels import mart_names, quote_ident
 from pipelines.weeks import Window, week_label
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from pathlib import Path
 
 DATABASE_FILE = "pipelines.duckdb"
 
@@ -41,7 +46,7 @@ def replace_week(db: duckdb.DuckDBPyConnection, mart: str, monday: dt.date, tabl
     name = quote_ident(mart)
     db.register("incoming", table)
     try:
-        db.execute(f"create table if not exists {name} as select * from incoming limit 0")
+        db.execute(f"create table if not exists {name} as select * from incoming limit 0")  # noqa: S608  (quoted name)
         db.execute("begin")
         db.execute(f"delete from {name} where week_start = $monday", {"monday": monday})  # noqa: S608
         db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608

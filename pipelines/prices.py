@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
+import datetime as dt  # noqa: TC003  (pydantic resolves the field types at run time)
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from pipelines.errors import PriceTableError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class TokenPrice(BaseModel):
@@ -43,13 +46,15 @@ def load_prices(path: Path) -> PriceTable:
 
 def parse_overrides(specs: tuple[str, ...]) -> dict[str, float]:
     """``('ml.g6e.xlarge=2.5', ...)`` as a mapping; ``PriceTableError`` on a bad entry."""
-    overrides: dict[str, float] = {}
-    for spec in specs:
-        name, sep, value = spec.partition("=")
-        try:
-            if not sep or not name:
-                raise ValueError(spec)
-            overrides[name] = float(value)
-        except ValueError as exc:
-            raise PriceTableError(f"--price wants INSTANCE_TYPE=USD_PER_HOUR, got {spec!r}") from exc
-    return overrides
+    return dict(_parse_override(spec) for spec in specs)
+
+
+def _parse_override(spec: str) -> tuple[str, float]:
+    name, sep, value = spec.partition("=")
+    try:
+        price = float(value)
+    except ValueError:
+        price = -1.0
+    if not sep or not name or price < 0:
+        raise PriceTableError(f"--price wants INSTANCE_TYPE=USD_PER_HOUR, got {spec!r}")
+    return name, price

@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipelines.errors import PipelinesError
 from pipelines.output import write_marts
-from pipelines.prices import PriceTable
-from pipelines.settings import PipelineSettings
 from pipelines.source import register_window
 from pipelines.sqlmodels import Model, load_models, quote_ident
-from pipelines.storage import Root
 from pipelines.udfs import register_udfs
-from pipelines.weeks import Window
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from pipelines.prices import PriceTable
+    from pipelines.settings import PipelineSettings
+    from pipelines.storage import Root
+    from pipelines.weeks import Window
 
 PSI_RESOLUTION = 1000
 PSI_FLOOR = 1e-4
@@ -50,44 +54,70 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     return con
 
 
-def bind_config(con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window,
-                prices: PriceTable) -> None:
+def bind_config(
+    con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window, prices: PriceTable
+) -> None:
     """Fill ``run_params`` and the ``cfg_*`` tables with bound parameters (the only way values enter SQL)."""
     params = {
-        "read_start": window.read_start, "read_end": window.read_end, "as_of": window.as_of,
-        "ece_bins": settings.ece_bins, "classwise_bins": settings.classwise_bins,
-        "bootstrap_reps": settings.bootstrap_reps, "bootstrap_blocks": settings.bootstrap_blocks,
-        "bootstrap_level": settings.bootstrap_level, "precision_target": settings.precision_target,
-        "alpha": settings.alpha, "grid": round(1 / settings.threshold_step),
-        "severe_confidence": settings.severe_confidence, "reference_weeks": settings.reference_weeks,
+        "read_start": window.read_start,
+        "read_end": window.read_end,
+        "as_of": window.as_of,
+        "ece_bins": settings.ece_bins,
+        "classwise_bins": settings.classwise_bins,
+        "bootstrap_reps": settings.bootstrap_reps,
+        "bootstrap_blocks": settings.bootstrap_blocks,
+        "bootstrap_level": settings.bootstrap_level,
+        "precision_target": settings.precision_target,
+        "alpha": settings.alpha,
+        "grid": round(1 / settings.threshold_step),
+        "severe_confidence": settings.severe_confidence,
+        "reference_weeks": settings.reference_weeks,
         "min_reference_weeks": settings.min_reference_weeks,
-        "psi_bins": settings.psi_bins, "psi_resolution": PSI_RESOLUTION, "psi_floor": PSI_FLOOR,
+        "psi_bins": settings.psi_bins,
+        "psi_resolution": PSI_RESOLUTION,
+        "psi_floor": PSI_FLOOR,
         "utilization": settings.utilization,
     }
-    types = {"read_start": "timestamptz", "read_end": "timestamptz", "as_of": "timestamptz",
-             "bootstrap_level": "double", "precision_target": "double", "alpha": "double",
-             "severe_confidence": "double", "psi_floor": "double", "utilization": "double"}
+    types = {
+        "read_start": "timestamptz",
+        "read_end": "timestamptz",
+        "as_of": "timestamptz",
+        "bootstrap_level": "double",
+        "precision_target": "double",
+        "alpha": "double",
+        "severe_confidence": "double",
+        "psi_floor": "double",
+        "utilization": "double",
+    }
     columns = ", ".join(f"${name}::{types.get(name, 'integer')} as {quote_ident(name)}" for name in params)
-    con.execute(f"create or replace table run_params as select {columns}", params)  # noqa: S608  (names are ours, quoted)
+    con.execute(f"create or replace table run_params as select {columns}", params)
     con.execute("create or replace table cfg_high_consequence (decision_type varchar, option_id varchar)")
     pairs = [[t, o] for t, options in settings.high_consequence.items() for o in options]
     if pairs:
         con.executemany("insert into cfg_high_consequence values (?, ?)", pairs)
-    con.execute("create or replace table cfg_instance_prices "
-                "(instance_type varchar, usd_per_hour double, price_date date)")
+    con.execute(
+        "create or replace table cfg_instance_prices "
+        "(instance_type varchar, usd_per_hour double, price_date date)"
+    )
     if prices.instances:
-        con.executemany("insert into cfg_instance_prices values (?, ?, ?)",
-                        [[k, v, prices.date] for k, v in prices.instances.items()])
-    con.execute("create or replace table cfg_token_prices "
-                "(model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date)")
+        con.executemany(
+            "insert into cfg_instance_prices values (?, ?, ?)",
+            [[k, v, prices.date] for k, v in prices.instances.items()],
+        )
+    con.execute(
+        "create or replace table cfg_token_prices "
+        "(model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date)"
+    )
     if prices.tokens:
-        con.executemany("insert into cfg_token_prices values (?, ?, ?, ?)",
-                        [[k, v.input_per_mtok, v.cached_input_per_mtok, prices.date]
-                         for k, v in prices.tokens.items()])
+        con.executemany(
+            "insert into cfg_token_prices values (?, ?, ?, ?)",
+            [[k, v.input_per_mtok, v.cached_input_per_mtok, prices.date] for k, v in prices.tokens.items()],
+        )
 
 
-def build(con: duckdb.DuckDBPyConnection, models: list[Model],
-          on_step: Callable[[Model], None] | None = None) -> dict[str, float]:
+def build(
+    con: duckdb.DuckDBPyConnection, models: list[Model], on_step: Callable[[Model], None] | None = None
+) -> dict[str, float]:
     """Create every model in order; return seconds per model."""
     seconds: dict[str, float] = {}
     for model in models:
@@ -102,23 +132,37 @@ def build(con: duckdb.DuckDBPyConnection, models: list[Model],
     return seconds
 
 
-def run(settings: PipelineSettings, root: Root, window: Window, out: Path | None, prices: PriceTable,
-        on_step: Callable[[str], None] | None = None,
-        con: duckdb.DuckDBPyConnection | None = None) -> RunResult:
-    """Compute every mart for ``window`` and, when ``out`` is given, write the target weeks under it."""
-    con = con if con is not None else connect(settings)
+@dataclass(frozen=True)
+class Job:
+    """One run's inputs: settings, where the records are, which weeks, the prices, and where to write."""
+
+    settings: PipelineSettings
+    root: Root
+    window: Window
+    prices: PriceTable
+    out: Path | None = None
+
+
+def run(
+    job: Job,
+    on_step: Callable[[str], None] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> RunResult:
+    """Compute every mart for the job's window and, when ``job.out`` is set, write the target weeks there."""
+    con = con if con is not None else connect(job.settings)
+    window = job.window
     try:
         result = RunResult(weeks=[m.isoformat() for m in window.targets()])
-        result.files = register_window(con, root, window.read_start, window.read_end, window.as_of)
-        bind_config(con, settings, window, prices)
+        result.files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
+        bind_config(con, job.settings, window, job.prices)
         result.seconds = build(con, load_models(), None if on_step is None else lambda m: on_step(m.name))
-        if out is not None:
-            result.rows = write_marts(con, out, window)
+        if job.out is not None:
+            result.rows = write_marts(con, job.out, window)
             if on_step is not None:
                 on_step("write")
-        return result
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
+    return result
 
 
 def default_as_of() -> dt.datetime:

@@ -17,25 +17,47 @@ class PipelineSettings(BaseSettings):
 
     ece_bins: int = Field(default=15, ge=2, le=100, description="equal-mass bins for top-label ECE")
     classwise_bins: int = Field(default=15, ge=2, le=100, description="equal-width bins for classwise ECE")
-    bootstrap_reps: int = Field(default=200, ge=10, le=2000, description="bootstrap replicates for the ECE interval")
-    bootstrap_blocks: int = Field(default=100, ge=10, le=2000,
-                                  description="random blocks resampled by the bootstrap (hash of decision_id)")
+    bootstrap_reps: int = Field(
+        default=200, ge=10, le=2000, description="bootstrap replicates for the ECE interval"
+    )
+    bootstrap_blocks: int = Field(
+        default=100,
+        ge=10,
+        le=2000,
+        description="random blocks resampled by the bootstrap (hash of decision_id)",
+    )
     bootstrap_level: float = Field(default=0.95, gt=0.5, lt=1.0, description="ECE interval level")
     precision_target: float = Field(default=0.95, gt=0.0, lt=1.0, description="per-option precision target")
-    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="family-wise error rate of the threshold tests")
+    alpha: float = Field(
+        default=0.05, gt=0.0, lt=0.5, description="family-wise error rate of the threshold tests"
+    )
     threshold_step: float = Field(default=0.01, gt=0.0, le=0.1, description="grid of candidate thresholds")
-    severe_confidence: float = Field(default=0.8, ge=0.0, le=1.0,
-                                     description="confidence at which a wrong high-consequence proposal is severe")
+    severe_confidence: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description="confidence at which a wrong high-consequence proposal is severe",
+    )
     high_consequence: dict[str, list[str]] = Field(
         default_factory=lambda: {"ticket_routing": ["refund"], "priority": ["urgent"]},
-        description="catalog: high-consequence option ids per decision type")
-    reference_weeks: int = Field(default=4, ge=2, le=52, description="weeks before the target used as drift reference")
-    min_reference_weeks: int = Field(default=3, ge=2, le=52,
-                                     description="reference weeks needed before the ECE alert can fire")
+        description="catalog: high-consequence option ids per decision type",
+    )
+    reference_weeks: int = Field(
+        default=4, ge=2, le=52, description="weeks before the target used as drift reference"
+    )
+    min_reference_weeks: int = Field(
+        default=3, ge=2, le=52, description="reference weeks needed before the ECE alert can fire"
+    )
     psi_bins: int = Field(default=10, ge=2, le=100, description="reference quantile bins for confidence PSI")
-    maturity_lag_days: float = Field(default=3.0, ge=0.0, description="a week is final this long after it ends")
-    utilization: float = Field(default=0.5, gt=0.0, le=1.0,
-                               description="assumed busy share of paid instance time (cost = busy hours / this)")
+    maturity_lag_days: float = Field(
+        default=3.0, ge=0.0, description="a week is final this long after it ends"
+    )
+    utilization: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="assumed busy share of paid instance time (cost = busy hours / this)",
+    )
     prices_file: Path = Field(default=PRICES_FILE, description="dated price table (YAML)")
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint override (moto, MinIO)")
     s3_region: str = Field(default="us-east-1", description="S3 region")

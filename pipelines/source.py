@@ -1,5 +1,7 @@
-"""The raw relations: records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and
-``raw_outcomes``. Partitions are pruned by their ``date=`` folder before anything is opened.
+"""The raw relations.
+
+Records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.
+Partitions are pruned by their ``date=`` folder before anything is opened.
 
 Local roots are read by DuckDB's own Parquet reader; ``s3://`` roots through a pyarrow dataset that
 DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records-v1 schema
@@ -9,6 +11,7 @@ from ``shadow.records.schema`` and fail with ``SchemaMismatch`` on a file that d
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -16,8 +19,10 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from pipelines.errors import NoInput, SchemaMismatch
-from pipelines.storage import Root
 from shadow.records.schema import OUTCOMES, PROPOSALS
+
+if TYPE_CHECKING:
+    from pipelines.storage import Root
 
 SCHEMAS = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
 
@@ -25,8 +30,11 @@ SCHEMAS = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
 def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
     """``(value, path)`` of the ``prefix=value`` folders directly under ``path``."""
     infos = root.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    return sorted((info.base_name.removeprefix(prefix), info.path) for info in infos
-                  if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix))
+    return sorted(
+        (info.base_name.removeprefix(prefix), info.path)
+        for info in infos
+        if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix)
+    )
 
 
 def list_files(root: Root, dataset: str, first: dt.date, last: dt.date) -> list[str]:
@@ -37,13 +45,18 @@ def list_files(root: Root, dataset: str, first: dt.date, last: dt.date) -> list[
         for date, date_dir in _children(root, type_dir, "date="):
             if lo <= date <= hi:
                 infos = root.fs.get_file_info(pafs.FileSelector(date_dir))
-                files += sorted(i.path for i in infos if i.type == pafs.FileType.File
-                                and i.base_name.endswith(".parquet") and not i.base_name.startswith("."))
+                files += sorted(
+                    i.path
+                    for i in infos
+                    if i.type == pafs.FileType.File
+                    and i.base_name.endswith(".parquet")
+                    and not i.base_name.startswith(".")
+                )
     return files
 
 
 def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: list[str]) -> None:
-    """Register ``raw_<dataset>`` over ``files`` (an empty relation of the right schema when there are none)."""
+    """Register ``raw_<dataset>`` over ``files`` (an empty relation of its schema when there are none)."""
     schema = SCHEMAS[dataset]
     name = f"raw_{dataset}"
     if not files:
@@ -69,12 +82,19 @@ def _check_schema(dataset: pads.Dataset, schema: pa.Schema, first_file: str) -> 
             index = physical.get_field_index(column.name)
             if index < 0 or not physical.field(index).type.equals(column.type):
                 found = "missing" if index < 0 else str(physical.field(index).type)
-                raise SchemaMismatch(f"{fragment.path}: column {column.name} is {found}, "
-                                     f"records-v1 says {column.type} (first file {first_file})")
+                raise SchemaMismatch(
+                    f"{fragment.path}: column {column.name} is {found}, "
+                    f"records-v1 says {column.type} (first file {first_file})"
+                )
 
 
-def register_window(con: duckdb.DuckDBPyConnection, root: Root, read_start: dt.datetime,
-                    read_end: dt.datetime, as_of: dt.datetime) -> dict[str, int]:
+def register_window(
+    con: duckdb.DuckDBPyConnection,
+    root: Root,
+    read_start: dt.datetime,
+    read_end: dt.datetime,
+    as_of: dt.datetime,
+) -> dict[str, int]:
     """Register both raw relations for the window; return how many files each has. ``NoInput`` if none."""
     last_day = (read_end - dt.timedelta(microseconds=1)).date()
     proposals = list_files(root, "proposals", read_start.date(), last_day)

@@ -78,8 +78,10 @@ def quote_ident(name: str) -> str:
 def load_models() -> list[Model]:
     """Every model in dependency order, read from the package's ``models/`` folder."""
     root = resources.files("pipelines") / "models"
-    return [Model(layer, name, (root / layer / f"{name}.sql").read_text(encoding="utf-8").strip())
-            for layer, name in ORDER]
+    return [
+        Model(layer, name, (root / layer / f"{name}.sql").read_text(encoding="utf-8").strip())
+        for layer, name in ORDER
+    ]
 
 
 def mart_names() -> list[str]:

@@ -34,7 +34,10 @@ class Root:
 
 
 def open_root(uri: str, s3_endpoint: str | None = None, s3_region: str = "us-east-1") -> Root:
-    """Open ``uri`` (a folder or ``s3://bucket/prefix``); raise ``BadArgument`` naming ``root`` if unusable."""
+    """Open ``uri`` (a folder or ``s3://bucket/prefix``).
+
+    Raise ``BadArgument`` naming ``root`` if unusable.
+    """
     if uri.startswith("s3://"):
         bucket_prefix = uri.removeprefix("s3://").strip("/")
         if not bucket_prefix:

@@ -1,4 +1,6 @@
-"""The distributions behind ``generate.py``: synthetic decisions whose properties are known by construction.
+"""The distributions behind ``generate.py``.
+
+Synthetic decisions whose properties are known by construction.
 
 For each scored decision the model's probabilities ``p`` come from Gaussian logits that favour an
 *intended* option (drawn from the week's mix); the outcome is then drawn from ``softmax(t · log p)``.
@@ -52,8 +54,13 @@ class ModelSpec:
 
 
 DEFAULT_TYPES = (
-    DecisionSpec("ticket_routing", ("billing", "technical", "account", "sales", "refund"),
-                 (0.35, 0.30, 0.15, 0.12, 0.08), 0.6, ("refund",)),
+    DecisionSpec(
+        "ticket_routing",
+        ("billing", "technical", "account", "sales", "refund"),
+        (0.35, 0.30, 0.15, 0.12, 0.08),
+        0.6,
+        ("refund",),
+    ),
     DecisionSpec("priority", ("low", "normal", "high", "urgent"), (0.30, 0.45, 0.18, 0.07), 0.4, ("urgent",)),
 )
 DEFAULT_FLEETS = (
@@ -65,9 +72,13 @@ DEFAULT_MODELS = (
     ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q4_K_M", 4.5, 0.2),
 )
 NOT_SCORED = (  # (status, reason, share of offered decisions)
-    ("dropped", "not_sampled", 0.10), ("dropped", "queue_full", 0.010), ("dropped", "rate_limited", 0.005),
-    ("timeout", "scorer_timeout", 0.005), ("error", "scorer_error", 0.002),
-    ("invalid_response", "bad_probabilities", 0.001), ("lost", "crash_recovery", 0.0005),
+    ("dropped", "not_sampled", 0.10),
+    ("dropped", "queue_full", 0.010),
+    ("dropped", "rate_limited", 0.005),
+    ("timeout", "scorer_timeout", 0.005),
+    ("error", "scorer_error", 0.002),
+    ("invalid_response", "bad_probabilities", 0.001),
+    ("lost", "crash_recovery", 0.0005),
 )
 
 
@@ -93,12 +104,15 @@ def week_mix(spec: DecisionSpec, drifted: bool, shift: float) -> np.ndarray:
     if drifted:
         mix = mix * (1 - shift)
         mix[-1] += shift
-    return mix / mix.sum()
+    return np.asarray(mix / mix.sum(), dtype=np.float64)
 
 
 def probabilities(rng: np.random.Generator, intended: np.ndarray, k: int, signal: np.ndarray) -> np.ndarray:
-    """The model's softmax over ``k`` options: Gaussian logits with ``signal`` added to the intended one,
-    scaled per decision by a uniform difficulty in [0.2, 2] (some decisions are easy, some hard)."""
+    """The model's softmax over ``k`` options.
+
+    Gaussian logits with ``signal`` added to the intended one, scaled per decision by a uniform difficulty in
+    [0.2, 2] (some decisions are easy, some hard).
+    """
     logits = rng.normal(0.0, 1.0, size=(intended.size, k))
     logits[np.arange(intended.size), intended] += signal * rng.uniform(0.2, 2.0, intended.size)
     logits -= logits.max(axis=1, keepdims=True)
@@ -110,12 +124,15 @@ def draw_outcomes(rng: np.random.Generator, p: np.ndarray, temperature: float) -
     """Outcome index per row from ``softmax(temperature · log p)`` (inverse-CDF sampling, vectorized)."""
     q = np.power(p, temperature)
     q /= q.sum(axis=1, keepdims=True)
-    u = rng.random(p.shape[0])[:, None]
-    return np.minimum((q.cumsum(axis=1) < u).sum(axis=1), p.shape[1] - 1)
+    u = rng.random((p.shape[0], 1))
+    return np.asarray(np.minimum((q.cumsum(axis=1) < u).sum(axis=1), p.shape[1] - 1), dtype=np.int64)
 
 
-def draw_statuses(rng: np.random.Generator, n: int, not_scored: tuple[tuple[str, str, float], ...],
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def draw_statuses(
+    rng: np.random.Generator,
+    n: int,
+    not_scored: tuple[tuple[str, str, float], ...],
+) -> tuple[np.ndarray, np.ndarray]:
     """Status and reason indices: index ``len(not_scored)`` means scored."""
     shares = np.array([s for _, _, s in not_scored] + [1.0 - sum(s for _, _, s in not_scored)])
     idx = rng.choice(shares.size, size=n, p=shares)
@@ -123,7 +140,10 @@ def draw_statuses(rng: np.random.Generator, n: int, not_scored: tuple[tuple[str,
 
 
 def draw_latency(rng: np.random.Generator, median_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scorer and end-to-end milliseconds: lognormal scorer time plus exponential queueing and 2 ms overhead."""
+    """Scorer and end-to-end milliseconds.
+
+    Lognormal scorer time plus exponential queueing and 2 ms overhead.
+    """
     scorer = median_ms * np.exp(rng.normal(0.0, 0.45, median_ms.size))
     queue = rng.exponential(4.0, median_ms.size)
     return scorer, scorer + queue + 2.0

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
+from duckdb.func import ARROW
 from duckdb.sqltypes import BIGINT, DOUBLE
 from scipy.special import betaincinv
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def cp_lower(successes: pa.Array, trials: pa.Array, alpha: pa.Array) -> pa.Array:
@@ -21,5 +26,6 @@ def cp_lower(successes: pa.Array, trials: pa.Array, alpha: pa.Array) -> pa.Array
 
 def register_udfs(con: duckdb.DuckDBPyConnection) -> None:
     """Register ``cp_lower(successes, trials, alpha)`` (vectorized, over Arrow arrays)."""
-    con.create_function("cp_lower", cp_lower, [BIGINT, BIGINT, DOUBLE], DOUBLE, type="arrow",
-                        side_effects=False)
+    con.create_function(
+        "cp_lower", cp_lower, [BIGINT, BIGINT, DOUBLE], DOUBLE, type=ARROW, side_effects=False
+    )

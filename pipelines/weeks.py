@@ -63,8 +63,9 @@ class Window:
         return as_utc(monday + dt.timedelta(weeks=1)) + self.maturity_lag <= self.as_of
 
 
-def window(since: str, until: str, reference_weeks: int, as_of: dt.datetime,
-           maturity_lag: dt.timedelta) -> Window:
+def window(
+    since: str, until: str, reference_weeks: int, as_of: dt.datetime, maturity_lag: dt.timedelta
+) -> Window:
     """The window for ``--since/--until`` (or ``--week`` given as both); ``BadArgument`` if reversed."""
     first, last = parse_week(since, "since"), parse_week(until, "until")
     if last < first:

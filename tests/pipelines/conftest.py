@@ -39,15 +39,23 @@ class Computed:
     settings: PipelineSettings
 
 
-def run_window(root: Path | str, out: Path | None, settings: PipelineSettings | None = None,
-               as_of: dt.datetime = AS_OF, first: str = FIRST, last: str = LAST) -> Computed:
+def run_window(  # noqa: PLR0913  (keyword defaults for each test's variation)
+    root: Path | str,
+    out: Path | None,
+    *,
+    settings: PipelineSettings | None = None,
+    as_of: dt.datetime = AS_OF,
+    first: str = FIRST,
+    last: str = LAST,
+) -> Computed:
     """Run the models over ``root`` for ``first..last`` and keep the connection open for queries."""
     settings = settings or PipelineSettings()
     span = window(first, last, settings.reference_weeks, as_of, dt.timedelta(days=settings.maturity_lag_days))
     con = runner.connect(settings)
-    result = runner.run(settings, open_root(str(root), settings.s3_endpoint), span, out,
-                        load_prices(settings.prices_file), con=con)
-    return Computed(con, out or root, result, settings)  # type: ignore[arg-type]
+    prices = load_prices(settings.prices_file)
+    job = runner.Job(settings, open_root(str(root), settings.s3_endpoint), span, prices, out)
+    result = runner.run(job, con=con)
+    return Computed(con, out or root, result, settings)
 
 
 @pytest.fixture(scope="session")

@@ -1,17 +1,23 @@
-"""Independent references for the tests: the records read with pyarrow and pandas (no DuckDB), and the
-metrics computed with numpy, scikit-learn, scipy and statsmodels."""
+"""Independent references for the tests.
+
+The records read with pyarrow and pandas (no DuckDB), and the metrics computed with numpy, scikit-learn, scipy
+and statsmodels.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
 
 from shadow.records.schema import OUTCOMES, PROPOSALS
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from pathlib import Path
 
 
 @dataclass
@@ -40,13 +46,15 @@ def load_records(root: Path, as_of: dt.datetime) -> Records:
     proposals = read(root, "proposals")
     outcomes = read(root, "outcomes")
     outcomes = outcomes[outcomes.outcome_at <= pd.Timestamp(as_of)]
-    latest = (outcomes.sort_values(["decision_id", "outcome_at", "outcome"])
-              .drop_duplicates("decision_id", keep="last")[["decision_id", "outcome"]])
+    latest = outcomes.sort_values(["decision_id", "outcome_at", "outcome"]).drop_duplicates(
+        "decision_id", keep="last"
+    )[["decision_id", "outcome"]]
     decisions = proposals.merge(latest, on="decision_id", how="left")
     iso = decisions.received_at.dt.isocalendar()
     decisions["week"] = iso.year.astype(str) + "-W" + iso.week.astype(str).str.zfill(2)
-    decisions["model_key"] = (decisions.model_name + "@" + decisions.model_sha256.str[:12] + "/"
-                              + decisions.quantization)
+    decisions["model_key"] = (
+        decisions.model_name + "@" + decisions.model_sha256.str[:12] + "/" + decisions.quantization
+    )
     return Records(decisions, outcomes)
 
 
@@ -57,7 +65,7 @@ def scope(frame: pd.DataFrame, decision_type: str, week: str, model_key: str = "
 
 
 def equal_mass_bins(confidence: np.ndarray, bins: int) -> np.ndarray:
-    """sklearn's calibration_curve(strategy="quantile") bin ids, computed the same way with numpy."""
+    """Sklearn's calibration_curve(strategy="quantile") bin ids, computed the same way with numpy."""
     edges = np.percentile(confidence, np.linspace(0, 100, bins + 1))
     return np.searchsorted(edges[1:-1], confidence)
 
@@ -65,7 +73,9 @@ def equal_mass_bins(confidence: np.ndarray, bins: int) -> np.ndarray:
 def top_label_ece(confidence: np.ndarray, correct: np.ndarray, bins: int) -> float:
     """Top-label ECE over equal-mass bins: sum over bins of |sum(conf) - sum(correct)| / n."""
     ids = equal_mass_bins(confidence, bins)
-    gap = np.bincount(ids, weights=confidence, minlength=bins) - np.bincount(ids, weights=correct, minlength=bins)
+    gap = np.bincount(ids, weights=confidence, minlength=bins) - np.bincount(
+        ids, weights=correct, minlength=bins
+    )
     return float(np.abs(gap).sum() / confidence.size)
 
 
@@ -75,7 +85,9 @@ def psi(actual: np.ndarray, expected: np.ndarray, floor: float = 1e-4) -> float:
     return float(np.sum((a - e) * np.log(a / e)))
 
 
-def confidence_psi(current: np.ndarray, reference: np.ndarray, bins: int = 10, resolution: int = 1000) -> float:
+def confidence_psi(
+    current: np.ndarray, reference: np.ndarray, bins: int = 10, resolution: int = 1000
+) -> float:
     """PSI of confidences quantized to 1/resolution, on the reference's inverted-CDF quantile bins."""
     cur = np.minimum(np.floor(current * resolution), resolution - 1)
     ref = np.minimum(np.floor(reference * resolution), resolution - 1)
@@ -86,8 +98,11 @@ def confidence_psi(current: np.ndarray, reference: np.ndarray, bins: int = 10, r
 
 
 def probability_matrix(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """The rows' probabilities as an (n, k) matrix with columns in sorted option order (as scikit-learn
-    expects), and those option ids (the same on every row here)."""
+    """The rows' probabilities as an (n.
+
+    K) matrix with columns in sorted option order (as scikit-learn expects), and those option ids (the same on
+    every row here).
+    """
     options = list(rows.option_ids.iloc[0])
     order = np.argsort(options)
     return np.vstack(rows.probabilities.to_numpy())[:, order], [options[i] for i in order]

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
+from sklearn.metrics import (
+    accuracy_score,
+    cohen_kappa_score,
+    confusion_matrix,
+    precision_recall_fscore_support,
+)
 
 from tests.pipelines.conftest import Computed, mart
 from tests.pipelines.reference import Records, scope
@@ -16,12 +21,14 @@ def test_accuracy_kappa_and_baseline_match_sklearn(computed: Computed, records: 
     rows = mart(computed, "agreement")
     assert len(rows) == 30  # 2 types x 5 weeks x (2 models + '*')
     for row in rows:
-        ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])  # type: ignore[arg-type]
+        ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])
         assert row["labelled"] == len(ref)
         assert row["accuracy"] == pytest.approx(accuracy_score(ref.outcome, ref.proposal), rel=1e-12)
         assert row["kappa"] == pytest.approx(cohen_kappa_score(ref.outcome, ref.proposal), rel=1e-9)
-        assert row["baseline_accuracy"] == pytest.approx(ref.outcome.value_counts(normalize=True).max(), rel=1e-12)
-        assert row["accuracy"] > row["baseline_accuracy"]  # type: ignore[operator]
+        assert row["baseline_accuracy"] == pytest.approx(
+            ref.outcome.value_counts(normalize=True).max(), rel=1e-12
+        )
+        assert row["accuracy"] > row["baseline_accuracy"]
 
 
 def test_confusion_matrix_matches_sklearn_and_sums_to_labelled(computed: Computed, records: Records) -> None:
@@ -29,28 +36,36 @@ def test_confusion_matrix_matches_sklearn_and_sums_to_labelled(computed: Compute
     cells = pd.DataFrame(mart(computed, "confusion"))
     for row in mart(computed, "agreement"):
         key = (row["decision_type"], row["week"], row["model_key"])
-        ref = scope(records.labelled, *key)  # type: ignore[arg-type]
+        ref = scope(records.labelled, *key)
         labels = sorted(set(ref.outcome) | set(ref.proposal))
         mine = cells[(cells.decision_type == key[0]) & (cells.week == key[1]) & (cells.model_key == key[2])]
         assert mine.decisions.sum() == row["labelled"]
-        got = (mine.pivot_table(index="outcome", columns="proposal", values="decisions", aggfunc="sum")
-               .reindex(index=labels, columns=labels, fill_value=0).fillna(0).to_numpy())
+        got = (
+            mine.pivot_table(index="outcome", columns="proposal", values="decisions", aggfunc="sum")
+            .reindex(index=labels, columns=labels, fill_value=0)
+            .fillna(0)
+            .to_numpy()
+        )
         np.testing.assert_array_equal(got, confusion_matrix(ref.outcome, ref.proposal, labels=labels))
 
 
 def test_per_option_precision_recall_match_sklearn(computed: Computed, records: Records) -> None:
-    """Per-option precision and recall equal precision_recall_fscore_support; baseline precision = prevalence."""
+    """Per-option precision and recall equal precision_recall_fscore_support.
+
+    Baseline precision = prevalence.
+    """
     options = pd.DataFrame(mart(computed, "per_option"))
     for (decision_type, week, model_key), mine in options.groupby(["decision_type", "week", "model_key"]):
         ref = scope(records.labelled, decision_type, week, model_key)
         labels = sorted(mine.option_id)
         precision, recall, _, support = precision_recall_fscore_support(
-            ref.outcome, ref.proposal, labels=labels, zero_division=np.nan)
-        mine = mine.set_index("option_id").loc[labels]
-        np.testing.assert_allclose(mine.precision.astype(float), precision, rtol=1e-12)
-        np.testing.assert_allclose(mine.recall.astype(float), recall, rtol=1e-12)
-        np.testing.assert_array_equal(mine.support, support)
-        np.testing.assert_allclose(mine.baseline_precision, support / len(ref), rtol=1e-12)
+            ref.outcome, ref.proposal, labels=labels, zero_division=np.nan
+        )
+        got = mine.set_index("option_id").loc[labels]
+        np.testing.assert_allclose(got.precision.astype(float), precision, rtol=1e-12)
+        np.testing.assert_allclose(got.recall.astype(float), recall, rtol=1e-12)
+        np.testing.assert_array_equal(got.support, support)
+        np.testing.assert_allclose(got.baseline_precision, support / len(ref), rtol=1e-12)
 
 
 def test_per_model_rows_add_up_to_the_all_models_row(computed: Computed) -> None:
@@ -62,15 +77,22 @@ def test_per_model_rows_add_up_to_the_all_models_row(computed: Computed) -> None
     pd.testing.assert_series_equal(per_model.sort_index(), everyone.sort_index(), check_names=False)
 
 
-def test_severe_errors_are_confident_wrong_high_consequence_proposals(computed: Computed, records: Records) -> None:
-    """Exactly the labelled decisions proposing a catalog high-consequence option at >= 0.8 and wrong; counted in
-    agreement."""
+def test_severe_errors_are_confident_wrong_high_consequence_proposals(
+    computed: Computed, records: Records
+) -> None:
+    """Exactly the labelled decisions proposing a catalog high-consequence option at >= 0.8 and wrong.
+
+    Counted in agreement.
+    """
     high = computed.settings.high_consequence
     lab = records.labelled
-    expected = lab[(lab.proposal != lab.outcome) & (lab.proposal_probability >= computed.settings.severe_confidence)
-                   & np.array([p in high.get(t, []) for t, p in zip(lab.decision_type, lab.proposal, strict=True)])]
+    expected = lab[
+        (lab.proposal != lab.outcome)
+        & (lab.proposal_probability >= computed.settings.severe_confidence)
+        & np.array([p in high.get(t, []) for t, p in zip(lab.decision_type, lab.proposal, strict=True)])
+    ]
     got = mart(computed, "severe_errors")
-    assert sorted(r["decision_id"] for r in got) == sorted(expected.decision_id)  # type: ignore[type-var]
+    assert sorted(r["decision_id"] for r in got) == sorted(expected.decision_id)
     assert len(got) > 0
-    total = sum(r["severe_errors"] for r in mart(computed, "agreement") if r["model_key"] == "*")  # type: ignore[misc]
+    total = sum(r["severe_errors"] for r in mart(computed, "agreement") if r["model_key"] == "*")
     assert total == len(expected)

@@ -1,5 +1,8 @@
-"""Calibration marts (reliability, ece_bootstrap, classwise_calibration, calibration) against scikit-learn
-and numpy on generated data, plus their invariants."""
+"""Calibration marts (reliability.
+
+Ece_bootstrap, classwise_calibration, calibration) against scikit-learn and numpy on generated data, plus
+their invariants.
+"""
 
 from __future__ import annotations
 
@@ -16,26 +19,35 @@ from tests.pipelines.reference import Records, equal_mass_bins, probability_matr
 
 def groups(computed: Computed) -> list[tuple[str, str, str]]:
     """Every (decision type, week, model key) the calibration mart has."""
-    return sorted({(r["decision_type"], r["week"], r["model_key"]) for r in mart(computed, "calibration")})  # type: ignore[misc]
+    return sorted({(r["decision_type"], r["week"], r["model_key"]) for r in mart(computed, "calibration")})
 
 
-def test_reliability_rows_match_sklearn_quantile_calibration_curve(computed: Computed, records: Records) -> None:
-    """Per equal-mass bin, counts and means equal numpy's percentile bins exactly, and sklearn's
-    calibration_curve(strategy="quantile") up to one row per bin: sklearn asks for the percentiles
-    linspace(0, 1) * 100, whose rounding can move a row sitting exactly on an edge to the next bin."""
+def test_reliability_rows_match_sklearn_quantile_calibration_curve(
+    computed: Computed, records: Records
+) -> None:
+    """Per equal-mass bin.
+
+    Counts and means equal numpy's percentile bins exactly, and sklearn's
+    calibration_curve(strategy="quantile") up to one row per bin: sklearn asks for the percentiles linspace(0,
+    1) * 100, whose rounding can move a row sitting exactly on an edge to the next bin.
+    """
     rows = pd.DataFrame(mart(computed, "reliability"))
     for decision_type, week, model_key in groups(computed):
         ref = scope(records.labelled, decision_type, week, model_key)
         conf, correct = ref.proposal_probability.to_numpy(), (ref.proposal == ref.outcome).to_numpy(int)
-        got = rows[(rows.decision_type == decision_type) & (rows.week == week) & (rows.model_key == model_key)]
+        got = rows[
+            (rows.decision_type == decision_type) & (rows.week == week) & (rows.model_key == model_key)
+        ]
         got = got.sort_values("bin")
         ids = equal_mass_bins(conf, 15)
         counts = np.bincount(ids, minlength=15)
         np.testing.assert_array_equal(got.decisions, counts[counts > 0])
-        np.testing.assert_allclose(got.mean_confidence, np.bincount(ids, conf)[counts > 0] / counts[counts > 0],
-                                   rtol=1e-12)
-        np.testing.assert_allclose(got.accuracy, np.bincount(ids, correct)[counts > 0] / counts[counts > 0],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            got.mean_confidence, np.bincount(ids, conf)[counts > 0] / counts[counts > 0], rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            got.accuracy, np.bincount(ids, correct)[counts > 0] / counts[counts > 0], rtol=1e-12
+        )
         prob_true, prob_pred = calibration_curve(correct, conf, n_bins=15, strategy="quantile")
         np.testing.assert_allclose(got.mean_confidence, prob_pred, atol=1.0 / counts.min())
         np.testing.assert_allclose(got.accuracy, prob_true, atol=1.0 / counts.min())
@@ -45,7 +57,7 @@ def test_ece_mce_brier_and_log_loss_match_the_references(computed: Computed, rec
     """Top-label ECE and MCE (numpy over sklearn's bins), multiclass Brier and log-loss (scikit-learn)."""
     summary = {(r["decision_type"], r["week"], r["model_key"]): r for r in mart(computed, "calibration")}
     for key, row in summary.items():
-        ref = scope(records.labelled, *key)  # type: ignore[arg-type]
+        ref = scope(records.labelled, *key)
         conf = ref.proposal_probability.to_numpy()
         correct = (ref.proposal == ref.outcome).to_numpy(float)
         assert row["ece"] == pytest.approx(top_label_ece(conf, correct, 15), rel=1e-9)
@@ -60,16 +72,24 @@ def test_ece_mce_brier_and_log_loss_match_the_references(computed: Computed, rec
         assert row["log_loss"] == pytest.approx(log_loss(inside.outcome, p, labels=options), rel=1e-9)
         prevalence = inside.outcome.value_counts(normalize=True).reindex(options, fill_value=0).to_numpy()
         assert row["brier_baseline"] == pytest.approx(
-            brier_score_loss(inside.outcome, np.tile(prevalence, (len(inside), 1)), labels=options), rel=1e-9)
+            brier_score_loss(inside.outcome, np.tile(prevalence, (len(inside), 1)), labels=options), rel=1e-9
+        )
 
 
-def test_classwise_ece_matches_sklearn_uniform_calibration_curves(computed: Computed, records: Records) -> None:
-    """Each option's classwise ECE is sklearn's calibration_curve(strategy="uniform", 15 bins) weighted by counts."""
-    rows = {(r["decision_type"], r["week"], r["model_key"], r["option_id"]): r
-            for r in mart(computed, "classwise_calibration")}
+def test_classwise_ece_matches_sklearn_uniform_calibration_curves(
+    computed: Computed, records: Records
+) -> None:
+    """Each option's classwise ECE is sklearn's calibration_curve(strategy="uniform".
+
+    15 bins) weighted by counts.
+    """
+    rows = {
+        (r["decision_type"], r["week"], r["model_key"], r["option_id"]): r
+        for r in mart(computed, "classwise_calibration")
+    }
     summary = {(r["decision_type"], r["week"], r["model_key"]): r for r in mart(computed, "calibration")}
     for key, row in summary.items():
-        ref = scope(records.labelled, *key)  # type: ignore[arg-type]
+        ref = scope(records.labelled, *key)
         inside = ref[ref.outcome.isin(ref.option_ids.iloc[0])]
         p, options = probability_matrix(inside)
         eces = []
@@ -84,8 +104,11 @@ def test_classwise_ece_matches_sklearn_uniform_calibration_curves(computed: Comp
 
 
 def test_ece_bootstrap_interval_matches_a_numpy_row_bootstrap(computed: Computed, records: Records) -> None:
-    """The block bootstrap's percentile interval sits where a numpy row-level bootstrap puts it (same bins held
-    fixed), and brackets the ECE where miscalibration dominates the estimator's upward bias (drifted week)."""
+    """The block bootstrap's percentile interval sits where a numpy row-level bootstrap puts it.
+
+    Both hold the bins fixed. The interval brackets the ECE where miscalibration dominates the estimator's
+    upward bias (the drifted week); on a calibrated week the replicates can all lie above the plug-in ECE.
+    """
     rng = np.random.default_rng(0)
     rows = {(r["decision_type"], r["week"], r["model_key"]): r for r in mart(computed, "calibration")}
     for week in ("2026-W46", "2026-W48"):
@@ -102,37 +125,51 @@ def test_ece_bootstrap_interval_matches_a_numpy_row_bootstrap(computed: Computed
         assert row["ece_low"] == pytest.approx(lo, abs=0.3 * (hi - lo))
         assert row["ece_high"] == pytest.approx(hi, abs=0.3 * (hi - lo))
     drifted = rows[("ticket_routing", "2026-W48", "*")]
-    assert drifted["ece_low"] <= drifted["ece"] <= drifted["ece_high"]  # type: ignore[operator]
+    assert drifted["ece_low"] <= drifted["ece"] <= drifted["ece_high"]
 
 
 def test_calibration_invariants_and_known_properties(computed: Computed) -> None:
-    """Reliability counts sum to labelled; ECE <= MCE; the calibrated weeks have small ECE, the drifted one not."""
+    """Reliability counts sum to labelled.
+
+    ECE <= MCE; the calibrated weeks have small ECE, the drifted one not.
+    """
     rows = pd.DataFrame(mart(computed, "reliability"))
     for row in mart(computed, "calibration"):
-        got = rows[(rows.decision_type == row["decision_type"]) & (rows.week == row["week"])
-                   & (rows.model_key == row["model_key"])]
+        got = rows[
+            (rows.decision_type == row["decision_type"])
+            & (rows.week == row["week"])
+            & (rows.model_key == row["model_key"])
+        ]
         assert got.decisions.sum() == row["labelled"]
-        assert 0 <= row["ece"] <= row["mce"] <= 1  # type: ignore[operator]
-        assert 0 <= row["brier"] <= 2  # type: ignore[operator]
-        assert row["brier"] < row["brier_baseline"]  # type: ignore[operator]
-        assert row["log_loss"] < row["log_loss_baseline"]  # type: ignore[operator]
+        assert 0 <= row["ece"] <= row["mce"] <= 1
+        assert 0 <= row["brier"] <= 2
+        assert row["brier"] < row["brier_baseline"]
+        assert row["log_loss"] < row["log_loss_baseline"]
         calibrated_limit = 0.04 if row["model_key"] == "*" else 0.08  # sampling noise of ~2,400 vs ~500 rows
         if row["week"] == "2026-W48":  # drifted: outcomes drawn at temperature 0.55, so overconfident
-            assert row["ece"] > 0.1  # type: ignore[operator]
+            assert row["ece"] > 0.1
         else:  # calibrated by construction: only sampling noise
-            assert row["ece"] < calibrated_limit  # type: ignore[operator]
+            assert row["ece"] < calibrated_limit
 
 
 def test_equal_mass_bins_on_a_tiny_case_with_ties() -> None:
-    """Given five confidences with a three-way tie and two bins, int_calibration_binned puts each row in the
-    bin numpy's searchsorted over np.percentile edges gives (ties share a bin), per model and under '*'."""
+    """Given five confidences with a three-way tie and two bins.
+
+    Int_calibration_binned puts each row in the bin numpy's searchsorted over np.percentile edges gives (ties
+    share a bin), per model and under '*'.
+    """
     values = [0.2, 0.5, 0.5, 0.5, 0.9]
     con = duckdb.connect()
     con.execute("create table run_params as select 2 as ece_bins")
-    con.execute("create table int_decisions as select 'd' as decision_type, date '2026-11-23' as week_start, "
-                "'2026-W48' as week, 'm' as model_key, v as confidence, true as correct, 0 as block, "
-                "true as labelled from unnest($v) as t(v)", {"v": values})
+    con.execute(
+        "create table int_decisions as select 'd' as decision_type, date '2026-11-23' as week_start, "
+        "'2026-W48' as week, 'm' as model_key, v as confidence, true as correct, 0 as block, "
+        "true as labelled from unnest($v) as t(v)",
+        {"v": values},
+    )
     got = con.sql(model_sql("int_calibration_binned")).fetchall()
     expected = list(equal_mass_bins(np.array(values), 2))
     for key in ("m", "*"):
-        assert sorted((c, b) for _, _, _, k, c, _, _, b in got if k == key) == list(zip(values, expected, strict=True))
+        assert sorted((c, b) for _, _, _, k, c, _, _, b in got if k == key) == list(
+            zip(values, expected, strict=True)
+        )

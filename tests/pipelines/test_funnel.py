@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from tests.pipelines.conftest import Computed, mart
-from tests.pipelines.reference import Records
+
+if TYPE_CHECKING:
+    from tests.pipelines.reference import Records
 
 
 def test_funnel_counts_match_pandas(computed: Computed, records: Records) -> None:
-    """Offered, sampled, scored, labelled and unjoined per type and week equal pandas counts of the raw records."""
+    """Offered.
+
+    Sampled, scored, labelled and unjoined per type and week equal pandas counts of the raw records.
+    """
     d = records.decisions
     for row in mart(computed, "funnel"):
         rows = d[(d.decision_type == row["decision_type"]) & (d.week == row["week"])]
@@ -19,16 +26,19 @@ def test_funnel_counts_match_pandas(computed: Computed, records: Records) -> Non
         assert row["scored"] == scored.sum()
         assert row["labelled"] == (scored & rows.outcome.notna()).sum()
         assert row["unjoined"] == (scored & rows.outcome.isna()).sum()
-        assert row["label_rate"] == row["labelled"] / row["scored"]  # type: ignore[operator]
+        assert row["label_rate"] == row["labelled"] / row["scored"]
 
 
 def test_funnel_invariants(computed: Computed) -> None:
-    """scored + not_scored = offered, labelled + unjoined = scored, reasons sum to not_scored, sampled <= offered."""
+    """Scored + not_scored = offered.
+
+    Labelled + unjoined = scored, reasons sum to not_scored, sampled <= offered.
+    """
     reasons = pd.DataFrame(mart(computed, "funnel_reasons"))
     for row in mart(computed, "funnel"):
-        assert row["scored"] + row["not_scored"] == row["offered"]  # type: ignore[operator]
-        assert row["labelled"] + row["unjoined"] == row["scored"]  # type: ignore[operator]
-        assert row["scored"] <= row["sampled"] <= row["offered"]  # type: ignore[operator]
+        assert row["scored"] + row["not_scored"] == row["offered"]
+        assert row["labelled"] + row["unjoined"] == row["scored"]
+        assert row["scored"] <= row["sampled"] <= row["offered"]
         mine = reasons[(reasons.decision_type == row["decision_type"]) & (reasons.week == row["week"])]
         assert mine.decisions.sum() == row["not_scored"]
 
@@ -37,8 +47,11 @@ def test_funnel_reasons_match_pandas_and_the_known_shares(computed: Computed, re
     """Every (status, reason) count equals pandas; not_sampled is ~10% of offered, as generated."""
     d = records.decisions
     expected = d[d.status != "scored"].groupby(["decision_type", "week", "status", "reason"]).size()
-    got = pd.DataFrame(mart(computed, "funnel_reasons")).set_index(
-        ["decision_type", "week", "status", "reason"]).decisions
+    got = (
+        pd.DataFrame(mart(computed, "funnel_reasons"))
+        .set_index(["decision_type", "week", "status", "reason"])
+        .decisions
+    )
     pd.testing.assert_series_equal(got.sort_index(), expected.sort_index(), check_names=False)
     share = got.xs("not_sampled", level="reason").sum() / len(d)
     assert 0.09 < share < 0.11

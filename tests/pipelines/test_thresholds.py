@@ -12,13 +12,16 @@ import pytest
 from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
 
-from pipelines.udfs import cp_lower
-from tests.pipelines.conftest import Computed, mart
+from pipelines.udfs import cp_lower, register_udfs
+from tests.pipelines.conftest import Computed, mart, model_sql
 from tests.pipelines.reference import Records, scope
 
 
 def test_cp_lower_matches_statsmodels_and_the_binomial_tail() -> None:
-    """cp_lower(x, n, a) is statsmodels' Clopper-Pearson lower limit at level 1 - 2a, and P(X >= x | n, L) = a."""
+    """cp_lower(x.
+
+    N, a) is statsmodels' Clopper-Pearson lower limit at level 1 - 2a, and P(X >= x | n, L) = a.
+    """
     x = np.array([0, 1, 5, 95, 100, 9_990, 123_456])
     n = np.array([10, 10, 20, 100, 100, 10_000, 130_000])
     a = np.full(x.size, 0.0125)
@@ -29,31 +32,47 @@ def test_cp_lower_matches_statsmodels_and_the_binomial_tail() -> None:
     np.testing.assert_allclose(tail, a[1:], rtol=1e-6)
 
 
-def expected_threshold(rows: pd.DataFrame, alpha: float, target: float, grid: int) -> dict[str, object] | None:
+def expected_threshold(
+    rows: pd.DataFrame, alpha: float, target: float, grid: int
+) -> dict[str, object] | None:
     """Fixed-sequence Clopper-Pearson search, written with numpy and statsmodels."""
     cells = np.floor(rows.proposal_probability.to_numpy() * grid).astype(int)
     correct = (rows.proposal == rows.outcome).to_numpy()
-    chosen = None
-    for g in sorted(set(cells), reverse=True):
-        n, x = int((cells >= g).sum()), int(correct[cells >= g].sum())
-        if n < math.log(alpha) / math.log(target):
-            continue
-        lower = proportion_confint(x, n, alpha=2 * alpha, method="beta")[0]
-        if lower < target:
-            break
-        chosen = {"grid_index": g, "accepted": n, "accepted_correct": x, "precision_lower": lower}
-    return chosen
+    candidates = np.unique(cells)[::-1]
+    n_at_or_above = np.bincount(cells, minlength=grid + 1)[::-1].cumsum()[::-1]
+    x_at_or_above = np.bincount(cells, weights=correct, minlength=grid + 1)[::-1].cumsum()[::-1]
+    n, x = n_at_or_above[candidates], x_at_or_above[candidates].round().astype(int)
+    eligible = n >= math.log(alpha) / math.log(target)
+    candidates, n, x = candidates[eligible], n[eligible], x[eligible]
+    if not candidates.size:
+        return None
+    lower = np.nan_to_num(proportion_confint(x, n, alpha=2 * alpha, method="beta")[0])
+    failed = np.flatnonzero(lower < target)
+    passed = failed[0] if failed.size else candidates.size  # how many pass before the first failure
+    if passed == 0:
+        return None
+    i = passed - 1
+    return {
+        "grid_index": candidates[i],
+        "accepted": n[i],
+        "accepted_correct": x[i],
+        "precision_lower": lower[i],
+    }
 
 
 def test_thresholds_match_a_numpy_fixed_sequence_search(computed: Computed, records: Records) -> None:
-    """Every option's threshold, accepted count and bound equal a direct implementation; some options get one."""
+    """Every option's threshold, accepted count and bound equal a direct implementation.
+
+    Some options get one.
+    """
     settings = computed.settings
     found = 0
     for row in mart(computed, "thresholds"):
-        ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])  # type: ignore[arg-type]
+        ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])
         options = len(ref.option_ids.iloc[0])
-        expected = expected_threshold(ref[ref.proposal == row["option_id"]], settings.alpha / options,
-                                      settings.precision_target, 100)
+        expected = expected_threshold(
+            ref[ref.proposal == row["option_id"]], settings.alpha / options, settings.precision_target, 100
+        )
         if expected is None:
             assert row["grid_index"] is None
             continue
@@ -62,55 +81,67 @@ def test_thresholds_match_a_numpy_fixed_sequence_search(computed: Computed, reco
         assert row["accepted"] == expected["accepted"]
         assert row["accepted_correct"] == expected["accepted_correct"]
         assert row["precision_lower"] == pytest.approx(expected["precision_lower"], rel=1e-9)
-        assert row["precision_lower"] >= settings.precision_target  # type: ignore[operator]
-        assert row["coverage"] == pytest.approx(expected["accepted"] / len(ref), rel=1e-12)  # type: ignore[operator]
+        assert row["precision_lower"] >= settings.precision_target
+        assert row["coverage"] == pytest.approx(expected["accepted"] / len(ref), rel=1e-12)
     assert found >= 10
 
 
 def test_risk_coverage_curve_matches_numpy(computed: Computed, records: Records) -> None:
-    """Coverage and selective risk at each grid threshold equal numpy's; coverage falls as the threshold rises."""
+    """Coverage and selective risk at each grid threshold equal numpy's.
+
+    Coverage falls as the threshold rises.
+    """
     curve = pd.DataFrame(mart(computed, "risk_coverage"))
     for (decision_type, week, model_key), rows in curve.groupby(["decision_type", "week", "model_key"]):
         ref = scope(records.labelled, decision_type, week, model_key)
         cells = np.floor(ref.proposal_probability.to_numpy() * 100)
         correct = (ref.proposal == ref.outcome).to_numpy()
-        rows = rows.sort_values("threshold")
-        for threshold, coverage, risk in zip(rows.threshold, rows.coverage, rows.selective_risk, strict=True):
+        ordered = rows.sort_values("threshold")
+        for threshold, coverage, risk in zip(
+            ordered.threshold, ordered.coverage, ordered.selective_risk, strict=True
+        ):
             accepted = cells >= round(threshold * 100)
             assert coverage == pytest.approx(accepted.mean(), rel=1e-12)
             assert risk == pytest.approx(1 - correct[accepted].mean(), rel=1e-9, abs=1e-12)
-        assert rows.coverage.is_monotonic_decreasing
-        assert rows.coverage.iloc[0] == 1.0
+        assert ordered.coverage.is_monotonic_decreasing
+        assert ordered.coverage.iloc[0] == 1.0
 
 
 def test_selective_invariants(computed: Computed) -> None:
-    """accepted + routed = scored; accepted labelled = the thresholds' accepted counts; where anything is accepted
-    its precision reaches the target (each option's accepted set does)."""
+    """Accepted + routed = scored.
+
+    Accepted labelled = the thresholds' accepted counts; where anything is accepted its precision reaches the
+    target (each option's accepted set does).
+    """
     thresholds = pd.DataFrame(mart(computed, "thresholds"))
     for row in mart(computed, "selective"):
-        assert row["accepted"] + row["routed_to_review"] == row["scored"]  # type: ignore[operator]
+        assert row["accepted"] + row["routed_to_review"] == row["scored"]
         if row["model_key"] == "*":
             continue
-        mine = thresholds[(thresholds.decision_type == row["decision_type"]) & (thresholds.week == row["week"])
-                          & (thresholds.model_key == row["model_key"])]
+        mine = thresholds[
+            (thresholds.decision_type == row["decision_type"])
+            & (thresholds.week == row["week"])
+            & (thresholds.model_key == row["model_key"])
+        ]
         assert row["accepted_labelled"] == mine.accepted.fillna(0).sum()
         if row["accepted_labelled"]:
-            assert row["selective_risk"] <= 1 - computed.settings.precision_target  # type: ignore[operator]
+            assert row["selective_risk"] <= 1 - computed.settings.precision_target
 
 
 def test_thresholds_given_a_tiny_case() -> None:
     """Given 200 correct decisions at 0.99 and 200 at 0.50 half right, the threshold is 0.99 (0.5 fails)."""
     con = duckdb.connect()
-    from pipelines.udfs import register_udfs  # noqa: PLC0415
-
-    from tests.pipelines.conftest import model_sql  # noqa: PLC0415
-
     register_udfs(con)
     con.execute("create table run_params as select 100 as grid, 0.05 as alpha, 0.95 as precision_target")
-    con.execute("create table int_label_rates as select 'd' as decision_type, date '2026-11-23' as week_start, "
-                "'m' as model_key, 400 as labelled")
-    con.execute("create table int_cube_scoped as select 'd' as decision_type, date '2026-11-23' as week_start, "
-                "'2026-W48' as week, 'm' as model_key, 'a' as proposal, * from (values "
-                "(99, 2, 200::bigint, 200::bigint), (50, 2, 200, 100)) as t(grid_index, n_options, n, correct)")
-    rows = con.sql(f"select threshold, accepted, coverage from ({model_sql('thresholds')})").fetchall()
+    con.execute(
+        "create table int_label_rates as select 'd' as decision_type, date '2026-11-23' as week_start, "
+        "'m' as model_key, 400 as labelled"
+    )
+    con.execute(
+        "create table int_cube_scoped as select 'd' as decision_type, date '2026-11-23' as week_start, "
+        "'2026-W48' as week, 'm' as model_key, 'a' as proposal, * from (values "
+        "(99, 2, 200::bigint, 200::bigint), (50, 2, 200, 100)) as t(grid_index, n_options, n, correct)"
+    )
+    query = f"select threshold, accepted, coverage from ({model_sql('thresholds')})"  # noqa: S608  (our model)
+    rows = con.sql(query).fetchall()
     assert rows == [(0.99, 200, 0.5)]

@@ -1,0 +1,99 @@
+"""`semif-shadow pipelines`.
+
+Every command documented with an example, generate -> run end to end, errors as one line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner
+
+from pipelines.sqlmodels import ORDER
+from shadow.cli import main
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"]])
+def test_every_pipelines_command_has_help_with_an_example(command: list[str]) -> None:
+    """`--help` of the group and of each subcommand exits 0 and shows an Example block."""
+    result = CliRunner().invoke(main, ["pipelines", *command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output
+
+
+def test_sql_prints_every_model_in_order() -> None:
+    """`pipelines sql` prints each model's create statement.
+
+    In dependency order, ending in `select * from final`.
+    """
+    result = CliRunner().invoke(main, ["pipelines", "sql"])
+    assert result.exit_code == 0
+    positions = [result.output.index(f"-- {layer}/{name}.sql") for layer, name in ORDER]
+    assert positions == sorted(positions)
+    assert result.output.count("select * from final;") == len(ORDER)
+
+
+def test_generate_then_run_writes_the_marts(tmp_path: Path) -> None:
+    """`generate` then `run --week` on a small root writes a Parquet file per mart and the DuckDB file."""
+    runner = CliRunner()
+    generated = runner.invoke(
+        main,
+        [
+            "pipelines",
+            "generate",
+            "--root",
+            str(tmp_path / "rec"),
+            "--decisions",
+            "3000",
+            "--weeks",
+            "2",
+            "--first-week",
+            "2026-W47",
+        ],
+    )
+    assert generated.exit_code == 0, generated.output
+    assert "3,000 proposals" in generated.output
+    ran = runner.invoke(
+        main,
+        [
+            "pipelines",
+            "run",
+            "--root",
+            str(tmp_path / "rec"),
+            "--week",
+            "2026-W48",
+            "--out",
+            str(tmp_path / "out"),
+            "--as-of",
+            "2027-01-01T00:00:00+00:00",
+            "--price",
+            "ml.g6e.xlarge=3.0",
+        ],
+    )
+    assert ran.exit_code == 0, ran.output
+    assert "2026-W48: final" in ran.output
+    assert (tmp_path / "out" / "calibration" / "week=2026-W48" / "part-0.parquet").is_file()
+    assert (tmp_path / "out" / "pipelines.duckdb").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--week", "2026-W60"], "not a week of that year"),
+        (["--week", "last week"], "is not an ISO week"),
+        (["--since", "2026-W48", "--until", "2026-W40"], "is before"),
+        (["--week", "2026-W48", "--as-of", "yesterday"], "as-of"),
+        (["--week", "2026-W48", "--price", "ml.g6e.xlarge"], "TYPE=USD"),
+        (["--week", "2026-W48"], "no proposals"),
+        (["--week", "2026-W48", "--since", "2026-W47"], "not both"),
+    ],
+)
+def test_run_rejects_bad_arguments_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    """Bad weeks, ranges, times, prices or an empty root exit non-zero with a message naming the problem."""
+    result = CliRunner().invoke(main, ["pipelines", "run", "--root", str(tmp_path), *args])
+    assert result.exit_code != 0
+    assert message in result.output

@@ -1,0 +1,75 @@
+"""The generator writes records-v1 exactly.
+
+Hive partitions, the schema from shadow.records, known properties.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from pipelines.generate import Plan, generate
+from pipelines.storage import open_root
+from shadow.records.schema import OUTCOMES, PROPOSALS, STATUSES
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.pipelines.reference import Records
+
+LAYOUT = re.compile(
+    r"^(proposals|outcomes)/decision_type=([a-z_]+)/date=(\d{4}-\d{2}-\d{2})/gen-0001-\d{8}\.parquet$"
+)
+
+
+def test_files_follow_the_records_v1_layout_and_schema(records_root: Path) -> None:
+    """Every file sits at <dataset>/decision_type=<t>/date=<d>/<writer>-<seq>.parquet.
+
+    Has the records-v1 schema, and holds only rows of its partition's type and UTC date; no temporary file is
+    left behind.
+    """
+    files = sorted(p for p in records_root.rglob("*") if p.is_file())
+    assert len(files) > 100
+    for path in files:
+        match = LAYOUT.match(path.relative_to(records_root).as_posix())
+        assert match is not None, path
+        dataset, decision_type, date = match.groups()
+        table = pq.read_table(path)
+        assert table.schema.equals(PROPOSALS if dataset == "proposals" else OUTCOMES)
+        time_column = "received_at" if dataset == "proposals" else "outcome_at"
+        assert {d.date().isoformat() for d in table[time_column].to_pylist()} == {date}
+        assert set(table["decision_type"].to_pylist()) == {decision_type}
+
+
+def test_the_same_seed_writes_the_same_records(tmp_path: Path) -> None:
+    """Generation is deterministic: two roots from one plan hold equal tables."""
+    plan = Plan(decisions=2_000, weeks=2, seed=5)
+    for name in ("a", "b"):
+        generate(open_root(str(tmp_path / name)), plan)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.parquet"))
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.parquet"))
+    for rel in files:
+        assert pq.read_table(tmp_path / "a" / rel).equals(pq.read_table(tmp_path / "b" / rel))
+
+
+def test_known_properties_of_the_generated_records(records: Records) -> None:
+    """Unique decision ids.
+
+    Statuses from records-v1, probabilities summing to 1 with the proposal as argmax, ~85% of decisions with
+    an outcome, ~1% of outcomes outside the options, some repeated outcomes.
+    """
+    d = records.decisions
+    assert d.decision_id.is_unique
+    assert set(d.status) <= set(STATUSES)
+    scored = d[d.status == "scored"]
+    assert scored.probabilities.map(sum).between(1 - 1e-9, 1 + 1e-9).all()
+    argmax = [
+        ids[list(p).index(max(p))] for ids, p in zip(scored.option_ids, scored.probabilities, strict=True)
+    ]
+    assert (scored.proposal == argmax).all()
+    assert d[d.status != "scored"].probabilities.isna().all()
+    assert 0.83 < d.outcome.notna().mean() < 0.87
+    assert 0.005 < (d.outcome == "review").sum() / d.outcome.notna().sum() < 0.015
+    assert records.outcomes.decision_id.duplicated().sum() > 0
