@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """`semif-shadow pipelines`: generate records, run the weekly jobs, print their SQL."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The raw relations.
 
 Records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.

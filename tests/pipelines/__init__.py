@@ -1,0 +1,1 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.

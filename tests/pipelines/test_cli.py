@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """`semif-shadow pipelines`.
 
 Every command documented with an example, generate -> run end to end, errors as one line and a non-zero exit.

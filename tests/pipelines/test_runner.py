@@ -1,3 +1,4 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The weekly job's outputs.
 
 One Parquet file per mart and week plus a DuckDB file, idempotent reruns, late outcomes and the maturity flag.
