@@ -26,7 +26,7 @@ class RecordSettings(BaseSettings):
 
     root: str = Field(default="records", description="local folder or s3://bucket/prefix for Parquet files")
     spool_dir: Path = Field(default=Path("spool"), description="local journal and staging folder")
-    writer_id: str = Field(default_factory=socket.gethostname, pattern=r"^[A-Za-z0-9._]{1,64}$",
+    writer_id: str = Field(default_factory=socket.gethostname, pattern=r"^[A-Za-z0-9._-]{1,64}$",
                            description="names this writer's files (<writer_id>-<seq>.parquet)")
     config_sha256: str | None = Field(default=None, description="written on lost rows recovery creates")
     fsync: Literal["group", "always", "none"] = Field(

@@ -235,6 +235,8 @@ class RecordStore:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._upload_wanted.wait(), timeout=1.0)
             self._upload_wanted.clear()
+            if self._stopping.is_set():
+                break  # close() makes the last pass itself
             if await self._upload_pass():
                 delay = self.settings.s3_retry_min_s
                 continue
@@ -278,6 +280,8 @@ class RecordStore:
             self.stats.lost_at_shutdown += len(self._pending)
             self._pending.clear()
         self._stopping.set()
+        self._roll_wanted.set()  # wake both loops now rather than at their next tick
+        self._upload_wanted.set()
         await asyncio.gather(*self._tasks)
         self._tasks.clear()
         await journal.stop()
