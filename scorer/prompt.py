@@ -2,7 +2,7 @@
 
 The prompt puts the static parts first (instructions, question, options: the same for every decision
 of a type, so their KV cache can be reused) and the per-decision state last. Each option's text is
-appended directly to the rendered prompt; the separator (``"Answer: "``'s trailing space) belongs to
+appended directly to the rendered prompt; the separator (``"Decision: "``'s trailing space) belongs to
 the prompt, as the contract says. Changing a template string is a new builder version.
 """
 
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 BUILDER_NAME = "default/1"
 
 INSTRUCTIONS = (
-    "Choose the one option that best fits the state below. "
+    "Choose the one option that best fits the case below. "
     "Reply with the option exactly as written.\n\n"
 )
-STATIC_TEMPLATE = "{instructions}Question: {question}\nOptions:\n{options}\n\nState:\n"
+STATIC_TEMPLATE = "{instructions}Question: {question}\nOptions:\n{options}\n\nCase: "
 OPTION_LINE = "- {text}"
-SUFFIX_TEMPLATE = "{state}\n\nAnswer: "
+SUFFIX_TEMPLATE = "{state}\nDecision: "
 
 TEMPLATE_SHA256 = hashlib.sha256(
     "\x00".join([BUILDER_NAME, INSTRUCTIONS, STATIC_TEMPLATE, OPTION_LINE, SUFFIX_TEMPLATE]).encode()

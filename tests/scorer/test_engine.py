@@ -157,7 +157,7 @@ def test_return_prompt_reconstructs_the_joint_tokenization(engine: Engine) -> No
     """prompt.text + option text tokenizes to the prompt's shared prefix followed by the option's token_ids."""
     response = engine.score(_request(CASES["prefix_of_another"], return_prompt=True))
     text = response["prompt"]["text"]
-    assert text.endswith("Answer: ")
+    assert text.endswith("Decision: ")
     assert STATE in text
     prefix_len = response["prompt"]["prompt_tokens"]
     for option, spec in zip(response["options"], CASES["prefix_of_another"], strict=True):
