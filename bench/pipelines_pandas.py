@@ -1,0 +1,288 @@
+# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
+"""The weekly metrics again, in pandas + numpy + scikit-learn (scipy for the bounds): the bench's reference.
+
+Same inputs (every proposals and outcomes file of the window), same metrics and conventions as the DuckDB
+models: funnel and reasons, confusion, per-option precision/recall, accuracy, kappa and baselines, severe
+errors, top-label ECE (15 equal-mass bins) with the block bootstrap, MCE, classwise ECE, Brier, log-loss,
+reliability rows, confidence and mix PSI with the ECE alert, per-option Clopper-Pearson thresholds, the
+risk-coverage curve, selective coverage, latency percentiles and cost. Vectorized: loops run over groups
+(decision type x week x model, about 30) and options, never over rows. Results are written as Parquet.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as pads
+from scipy.special import betaincinv
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from shadow.records.schema import OUTCOMES, PROPOSALS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+COLUMNS = [
+    "decision_id",
+    "decision_type",
+    "received_at",
+    "sampled",
+    "status",
+    "reason",
+    "option_ids",
+    "probabilities",
+    "proposal",
+    "proposal_probability",
+    "backend",
+    "device",
+    "instance_type",
+    "model_name",
+    "model_sha256",
+    "quantization",
+    "scorer_ms",
+    "total_ms",
+]
+HIGH = {"ticket_routing": ["refund"], "priority": ["urgent"]}
+PRICES = {"ml.c6i.8xlarge": 1.632, "ml.g6e.xlarge": 2.264}
+GRID, BINS, BLOCKS, REPS, ALPHA, TARGET = 100, 15, 100, 200, 0.05, 0.95
+
+
+def load(root: Path, as_of: pd.Timestamp) -> pd.DataFrame:
+    """Proposals joined with the latest outcome known at ``as_of``, with week and model key."""
+    files = {n: sorted(str(p) for p in (root / n).rglob("*.parquet")) for n in ("proposals", "outcomes")}
+    props = pads.dataset(files["proposals"], schema=PROPOSALS).to_table(columns=COLUMNS).to_pandas()
+    outs = (
+        pads.dataset(files["outcomes"], schema=OUTCOMES)
+        .to_table(columns=["decision_id", "outcome", "outcome_at"])
+        .to_pandas()
+    )
+    outs = outs[outs.outcome_at <= as_of]
+    outs = outs.sort_values(["decision_id", "outcome_at", "outcome"]).drop_duplicates(
+        "decision_id", keep="last"
+    )
+    d = props.merge(outs[["decision_id", "outcome"]], on="decision_id", how="left")
+    day = d.received_at.dt.tz_convert("UTC").dt.normalize()
+    d["week"] = (day - pd.to_timedelta(day.dt.weekday, unit="D")).dt.date
+    d["model_key"] = d.model_name + "@" + d.model_sha256.str[:12] + "/" + d.quantization
+    d["scored"] = d.status == "scored"
+    d["labelled"] = d.scored & d.outcome.notna()
+    d["correct"] = d.proposal == d.outcome
+    return d
+
+
+def scopes(lab: pd.DataFrame) -> pd.DataFrame:
+    """Labelled rows under their model key and again under '*'."""
+    return pd.concat([lab, lab.assign(model_key="*")], ignore_index=True)
+
+
+def funnel(d: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Funnel counts and not-scored reasons per type and week."""
+    g = d.groupby(["decision_type", "week"])
+    f = pd.DataFrame(
+        {
+            "offered": g.size(),
+            "sampled": g.sampled.sum(),
+            "scored": g.scored.sum(),
+            "labelled": g.labelled.sum(),
+        }
+    )
+    f["unjoined"] = f.scored - f.labelled
+    f["label_rate"] = f.labelled / f.scored
+    reasons = d[~d.scored].groupby(["decision_type", "week", "status", "reason"], dropna=False).size()
+    return f.reset_index(), reasons.rename("decisions").reset_index()
+
+
+def agreement(group: pd.DataFrame) -> dict[str, float]:
+    """Accuracy, kappa, baseline, confusion size and per-option precision/recall of one group."""
+    labels = sorted(set(group.outcome) | set(group.proposal))
+    cm = confusion_matrix(group.outcome, group.proposal, labels=labels)
+    tp = np.diag(cm)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision, recall = tp / cm.sum(axis=0), tp / cm.sum(axis=1)
+    return {
+        "accuracy": tp.sum() / cm.sum(),
+        "kappa": cohen_kappa_score(group.outcome, group.proposal),
+        "baseline_accuracy": cm.sum(axis=1).max() / cm.sum(),
+        "cells": int((cm > 0).sum()),
+        "mean_precision": float(np.nanmean(precision)),
+        "mean_recall": float(np.nanmean(recall)),
+    }
+
+
+def equal_mass_ece(conf: np.ndarray, correct: np.ndarray, block: np.ndarray) -> dict[str, float]:
+    """ECE, MCE and the block-bootstrap interval on 15 equal-mass bins (bins held fixed)."""
+    edges = np.percentile(conf, np.linspace(0, 100, BINS + 1))[1:-1]
+    ids = np.searchsorted(edges, conf)
+    n = np.bincount(ids, minlength=BINS)
+    gap = np.bincount(ids, conf, BINS) - np.bincount(ids, correct, BINS)
+    cell = ids * BLOCKS + block
+    stats_n = np.bincount(cell, minlength=BINS * BLOCKS).reshape(BINS, BLOCKS)
+    stats_gap = np.bincount(cell, conf - correct, BINS * BLOCKS).reshape(BINS, BLOCKS)
+    draws = np.random.default_rng(0).integers(0, BLOCKS, (REPS, BLOCKS))
+    weights = np.apply_along_axis(np.bincount, 1, draws, minlength=BLOCKS)
+    reps = np.abs(weights @ stats_gap.T).sum(axis=1) / (weights @ stats_n.T).sum(axis=1)
+    mask = n > 0
+    return {
+        "ece": float(np.abs(gap).sum() / conf.size),
+        "mce": float((np.abs(gap[mask]) / n[mask]).max()),
+        "ece_low": float(np.percentile(reps, 2.5)),
+        "ece_high": float(np.percentile(reps, 97.5)),
+    }
+
+
+def proper_scores(group: pd.DataFrame) -> dict[str, float]:
+    """Brier (sum over options), log-loss and classwise ECE (15 equal-width bins) of one group."""
+    options = list(group.option_ids.iloc[0])
+    inside = group[group.outcome.isin(options)]
+    p = np.vstack(inside.probabilities.to_numpy())
+    y = (inside.outcome.to_numpy()[:, None] == np.array(options)[None, :]).astype(float)
+    p_true = (p * y).sum(axis=1)
+    ids = np.clip(np.ceil(p * BINS).astype(int) - 1, 0, BINS - 1) + np.arange(len(options)) * BINS
+    gap = np.bincount(ids.ravel(), (p - y).ravel(), BINS * len(options)).reshape(len(options), BINS)
+    return {
+        "brier": float(((p - y) ** 2).sum(axis=1).mean()),
+        "log_loss": float(-np.log(np.maximum(p_true, 1e-15)).mean()),
+        "classwise_ece": float((np.abs(gap).sum(axis=1) / len(inside)).mean()),
+    }
+
+
+def cp_lower(x: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
+    """One-sided Clopper-Pearson lower bound."""
+    return np.where(x > 0, betaincinv(np.maximum(x, 1), n - x + 1, alpha), 0.0)
+
+
+def thresholds(group: pd.DataFrame) -> dict[str, float]:
+    """Fixed-sequence per-option thresholds, overall coverage and risk, and the risk-coverage curve size."""
+    k = len(group.option_ids.iloc[0])
+    alpha = ALPHA / k
+    cells = np.floor(group.proposal_probability.to_numpy() * GRID).astype(int)
+    correct = group.correct.to_numpy()
+    accepted = np.zeros(len(group), dtype=bool)
+    for option in group.proposal.unique():
+        mine = group.proposal.to_numpy() == option
+        n_ge = np.bincount(cells[mine], minlength=GRID + 1)[::-1].cumsum()[::-1]
+        x_ge = np.bincount(cells[mine], correct[mine], GRID + 1)[::-1].cumsum()[::-1].round()
+        cand = np.unique(cells[mine])[::-1]
+        cand = cand[n_ge[cand] >= math.log(alpha) / math.log(TARGET)]
+        passes = cp_lower(x_ge[cand], n_ge[cand], alpha) >= TARGET
+        run = np.argmin(passes) if not passes.all() else passes.size
+        if run:
+            accepted |= mine & (cells >= cand[run - 1])
+    curve = np.bincount(cells, minlength=GRID + 1)[::-1].cumsum()[::-1]
+    risk = 1 - correct[accepted].mean() if accepted.any() else np.nan
+    return {
+        "coverage": float(accepted.mean()),
+        "selective_risk": float(risk),
+        "curve_points": int((curve > 0).sum()),
+    }
+
+
+def psi(a: np.ndarray, e: np.ndarray) -> float:
+    """PSI with shares floored at 1e-4."""
+    a, e = np.maximum(a, 1e-4), np.maximum(e, 1e-4)
+    return float(((a - e) * np.log(a / e)).sum())
+
+
+def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
+    """Confidence PSI on reference deciles, proposal-mix PSI and the ECE alert, per type, week and model."""
+    rows = []
+    both = pd.concat([scored, scored.assign(model_key="*")], ignore_index=True)
+    weeks = sorted(both.week.unique())
+    for (decision_type, model_key), grp in both.groupby(["decision_type", "model_key"]):
+        q = np.minimum(np.floor(grp.proposal_probability.to_numpy() * 1000), 999)
+        week = grp.week.to_numpy()
+        for i, w in enumerate(weeks[1:], start=1):
+            ref = np.isin(week, weeks[max(0, i - 4) : i])
+            cur = week == w
+            edges = np.quantile(q[ref], np.arange(1, 10) / 10, method="inverted_cdf")
+            a = np.bincount(np.searchsorted(edges, q[cur]), minlength=10) / cur.sum()
+            e = np.bincount(np.searchsorted(edges, q[ref]), minlength=10) / ref.sum()
+            mix_c = grp.proposal[cur].value_counts(normalize=True)
+            mix_r = (
+                grp.proposal[ref]
+                .value_counts(normalize=True)
+                .reindex(mix_c.index.union(grp.proposal[ref].unique()), fill_value=0)
+            )
+            eces = calib[
+                (calib.decision_type == decision_type)
+                & (calib.model_key == model_key)
+                & calib.week.isin(weeks[max(0, i - 4) : i])
+            ].ece
+            now = calib[
+                (calib.decision_type == decision_type) & (calib.model_key == model_key) & (calib.week == w)
+            ].ece
+            rows.append(
+                {
+                    "decision_type": decision_type,
+                    "model_key": model_key,
+                    "week": w,
+                    "confidence_psi": psi(a, e),
+                    "proposal_mix_psi": psi(
+                        mix_c.reindex(mix_r.index, fill_value=0).to_numpy(), mix_r.to_numpy()
+                    ),
+                    "ece_alert": bool(len(eces) >= 3 and (now > eces.mean() + 3 * eces.std()).any()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def latency_and_cost(scored: pd.DataFrame) -> pd.DataFrame:
+    """Exact percentiles, throughput and instance cost per type, week and fleet."""
+    g = scored.groupby(["decision_type", "week", "backend", "device", "instance_type"])
+    out = g.scorer_ms.quantile([0.5, 0.95, 0.99]).unstack().add_prefix("scorer_p")  # noqa: PD010  (3 columns)
+    out = out.join(g.total_ms.quantile([0.5, 0.95, 0.99]).unstack().add_prefix("total_p"))  # noqa: PD010
+    out["decisions_per_hour"] = g.size() / 168
+    hours = scored.received_at.dt.floor("h")
+    out["peak_per_hour"] = (
+        scored.groupby(["decision_type", "week", "backend", "device", "instance_type", hours])
+        .size()
+        .groupby(level=[0, 1, 2, 3, 4])
+        .max()
+    )
+    out["cost_usd"] = (
+        g.scorer_ms.sum() / 3.6e6 / 0.5 * out.index.get_level_values("instance_type").map(PRICES)
+    )
+    return out.reset_index()
+
+
+def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
+    """Every metric over every week under ``root`` (outcomes known at ``as_of``); write tables to ``out``."""
+    d = load(root, as_of)
+    f, reasons = funnel(d)
+    lab = scopes(d[d.labelled])
+    hashed = pd.util.hash_pandas_object(lab.decision_id, index=False).to_numpy()
+    lab["block"] = (hashed % np.uint64(BLOCKS)).astype(np.int64)
+    groups = lab.groupby(["decision_type", "week", "model_key"])
+    calib = groups.apply(
+        lambda g: pd.Series(
+            agreement(g)
+            | equal_mass_ece(g.proposal_probability.to_numpy(), g.correct.to_numpy(float), g.block.to_numpy())
+            | proper_scores(g)
+            | thresholds(g)
+        ),
+        include_groups=False,
+    ).reset_index()
+    severe = lab[
+        (lab.model_key != "*")
+        & ~lab.correct
+        & (lab.proposal_probability >= 0.8)
+        & np.array([p in HIGH.get(t, []) for t, p in zip(lab.decision_type, lab.proposal, strict=True)])
+    ]
+    scored = d[d.scored]
+    results = {
+        "funnel": f,
+        "reasons": reasons,
+        "calibration": calib,
+        "severe": severe[["decision_id"]],
+        "drift": drift(scored, calib),
+        "latency_cost": latency_and_cost(scored),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    for name, table in results.items():
+        table.astype({c: str for c in table.columns if table[c].dtype == object}).to_parquet(
+            out / f"{name}.parquet"
+        )
+    return {name: len(table) for name, table in results.items()}
