@@ -110,6 +110,12 @@ async def chat(request: web.Request) -> web.Response:
                               "usage": {"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}})
 
 
+async def mirror_target(request: web.Request) -> web.Response:
+    """Where nginx's ``mirror`` sends its copies in the benchmark: the same delay, then 204."""
+    await request.read()
+    return await _fault(request) or web.Response(status=204)
+
+
 async def control(request: web.Request) -> web.Response:
     """``POST /_faults {"mode": ..., "delay_s": ...}`` (for the standalone benchmark process)."""
     faults = request.app[FAULTS]
@@ -132,6 +138,7 @@ def fault_app(faults: Faults | None = None) -> web.Application:
     app.router.add_post("/endpoints/{name}/invocations", invocations)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/_faults", control)
+    app.router.add_route("*", "/mirror/{tail:.*}", mirror_target)
     app.router.add_get("/ping", ping)
     return app
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -132,3 +135,20 @@ async def test_metrics_and_healthz(scorer_url: str, tmp_path: Path) -> None:
     assert len(rows) == 40
     assert f'shadow_sampled_total{{decision_type="tickets"}} {float(sampled)}' in text
     assert all(r["reason"] == "not_sampled" for r in rows if not r["sampled"])
+
+
+async def test_one_json_log_line_per_decision_without_state(scorer_url: str, tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """Each decision, scored or dropped, logs one JSON line with its ids and outcome, and no state."""
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    caplog.set_level(logging.INFO, logger="shadow.decisions")
+    async with running_sidecar(settings_for(tmp_path, catalog, queue_max_items=1, workers=1)) as (url, _app):
+        await post(f"{url}/v1/decisions", {"decisions": [
+            {"decision_type": "tickets", "decision_id": f"log-{i}", "state": {"subject": "secret subject"}}
+            for i in range(3)]})
+        await asyncio.sleep(0.2)
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "shadow.decisions"]
+    assert sorted(line["decision_id"] for line in lines) == ["log-0", "log-1", "log-2"]
+    assert {line["decision_type"] for line in lines} == {"tickets"}
+    assert {line["status"] for line in lines} <= {"scored", "dropped"}
+    assert all("secret subject" not in r.getMessage() for r in caplog.records)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from tests.shadow.fault_scorer import Faults
 
-ROUNDS = 3
-PER_ROUND = 200
+ROUNDS = 4
+PER_ROUND = 150
 N_DECISIONS = ROUNDS * PER_ROUND
 P99_BUDGET_MS = 5.0
 WARM = 5
@@ -81,7 +81,7 @@ async def test_mirror_api_fast_and_every_decision_accounted(
 
     10 s slow, 500, 503, resetting, dead), POST /v1/decisions answers 202 within 5 ms p99, and each offered
     decision ends as exactly one proposals row whose status/reason matches the scorer's condition; the
-    breaker keeps a failing scorer from being flooded. Latency is the client's view, 3 rounds of 200
+    breaker keeps a failing scorer from being flooded. Latency is the client's view, 4 rounds of 150
     sequential requests; the best round's p99 must pass.
     """
     faults.mode = {"dead": "healthy"}.get(scenario, scenario)
