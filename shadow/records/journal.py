@@ -130,12 +130,15 @@ class Journal:
         """Close the current segment and start ``next_seq``, whose first frames are ``carry()``.
 
         The carried frames (accepted decisions not yet proposed) are fsynced before this returns, so
-        the sealed segment may be published and deleted without losing them.
+        the sealed segment may be published and deleted without losing them. ``carry()`` is taken in
+        the same step as the buffer swap (no ``await`` between): a proposal that arrives while the
+        old segment is being flushed goes to the new segment, after its decision's carried accept.
+        Taking it after the flush would miss such a decision while its proposal is not yet on disk.
         """
         async with self._lock:
-            await self._flush_locked()
-            sealed = self._segment
             frames = carry()
+            await self._flush_locked()  # swaps the buffer before its first await
+            sealed = self._segment
             loop = asyncio.get_running_loop()
             self._segment = await loop.run_in_executor(self._io, self._rotate, sealed, next_seq, frames)
             self._on_commit(self._segment.size)

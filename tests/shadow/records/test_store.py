@@ -8,13 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
 from shadow.records.errors import InvalidRow, StoreClosed
 from shadow.records.layout import open_dataset
 from shadow.records.schema import OUTCOMES, PROPOSALS
-from shadow.records.segments import list_segments
+from shadow.records.segments import ACCEPT, list_segments, read_segment
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
@@ -173,3 +174,26 @@ async def test_a_failed_publish_keeps_the_segment_and_is_retried(local_settings:
             await asyncio.sleep(0.05)
         assert store.stats.segments_published >= 1
     assert open_dataset(settings, "outcomes").to_table().column("decision_id").to_pylist() == ["d1"]
+
+
+async def test_a_proposal_racing_a_seal_keeps_its_decision_carried(local_settings: RecordSettings) -> None:
+    """A proposal racing a roll-over: its decision's accept is carried into the new segment.
+
+    The proposal arrives while the seal flushes the old segment, so it lands in the new one; until it
+    is on disk, only the carried accept stands for the decision (without it a crash would lose it).
+    Found by the SIGKILL test (1 run in ~10).
+    """
+    async with RecordStore(local_settings) as store:
+        await store.accept("x", "route", BASE_US, OPTIONS)
+        journal = store._journal
+        assert journal is not None
+        await store.proposal(proposal_row("y"))  # something for the seal's flush to write
+        seal = asyncio.create_task(store._roll(journal))
+        await asyncio.sleep(0)  # the seal task swaps the buffer and waits for its fsync
+        await store.proposal(proposal_row("x"))  # buffered for the new segment, not yet on disk
+        await seal
+        fresh = read_segment(journal.segment.path)  # what a SIGKILL now would leave
+        carried = [orjson.loads(body)["decision_id"] for kind, body in fresh.frames if kind == ACCEPT]
+        assert carried == ["x"]
+    proposals = open_dataset(local_settings, "proposals").to_table().to_pylist()
+    assert sorted((r["decision_id"], r["status"]) for r in proposals) == [("x", "scored"), ("y", "scored")]
