@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -107,3 +109,30 @@ def read_rows(root: Path, dataset: str) -> list[dict[str, Any]]:
     for path in sorted((root / dataset).rglob("*.parquet")):
         rows.extend(pq.read_table(path).to_pylist())
     return rows
+
+
+def rows_by_id(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """Proposals keyed by decision id."""
+    return {r["decision_id"]: r for r in read_rows(tmp_path / "records", "proposals")}
+
+
+async def wait_rows(url: str, n: int, timeout_s: float = 30.0) -> None:
+    """Poll /metrics until ``n`` proposals rows have been handed to the store."""
+    async with aiohttp.ClientSession() as session:
+        for _ in range(int(timeout_s / 0.1)):
+            async with session.get(f"{url}/metrics") as resp:
+                text = await resp.text()
+            rows = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("shadow_rows_total{"))
+            if rows >= n:
+                return
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"fewer than {n} rows after {timeout_s} s")
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dummy credentials: the client signs requests, the loopback server ignores the signature."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)

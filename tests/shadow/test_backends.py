@@ -16,11 +16,12 @@ from scorer.settings import ScorerSettings
 from shadow.app import init_app
 from tests.shadow.conftest import (
     free_port,
-    read_rows,
+    rows_by_id,
     running_sidecar,
     serve,
     settings_for,
     ticket_type,
+    wait_rows,
     write_catalog,
 )
 
@@ -41,9 +42,6 @@ async def offer_and_collect(url: str, ids: list[str], wait_s: float = 0.3) -> No
     await asyncio.sleep(wait_s)
 
 
-def rows_by_id(tmp_path: Path) -> dict[str, dict[str, Any]]:
-    """Proposals keyed by decision id."""
-    return {r["decision_id"]: r for r in read_rows(tmp_path / "records", "proposals")}
 
 
 @pytest.mark.parametrize(("answer", "status", "proposal"), [
@@ -80,12 +78,6 @@ def sagemaker_type(scorer_url: str, **scorer: Any) -> dict[str, Any]:
                                            "endpoint_url": scorer_url, "max_attempts": 3, **scorer})
 
 
-@pytest.fixture
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Dummy credentials: the client signs requests, the loopback server ignores the signature."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 @pytest.mark.usefixtures("aws_env")
@@ -155,11 +147,7 @@ async def test_local_backend_scores_with_the_real_model(model_path: Path, tmp_pa
     scorer_settings = ScorerSettings(model_path=model_path, n_threads=2, n_ctx=1024)
     async with serve(init_app(settings, scorer_settings)) as url:
         await offer_and_collect(url, ["l-1", "l-2"], wait_s=0.0)
-        for _ in range(300):
-            async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as resp:
-                if 'shadow_rows_total{status="scored"} 2.0' in await resp.text():
-                    break
-            await asyncio.sleep(0.1)
+        await wait_rows(url, 2)
     rows = rows_by_id(tmp_path)
     assert {r["status"] for r in rows.values()} == {"scored"}
     row = rows["l-1"]
@@ -168,3 +156,4 @@ async def test_local_backend_scores_with_the_real_model(model_path: Path, tmp_pa
     assert row["prompt_tokens"] > 0
     assert abs(sum(row["probabilities"]) - 1.0) < 1e-6
     assert row["proposal"] in {"billing", "technical", "review"}
+

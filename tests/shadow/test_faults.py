@@ -77,12 +77,12 @@ async def offer_many(url: str, rounds: int, per_round: int, prefix: str) -> list
 @pytest.mark.parametrize("scenario", list(EXPECTED))
 async def test_mirror_api_fast_and_every_decision_accounted(
         scenario: str, faults: Faults, scorer_url: str, tmp_path: Path) -> None:
-    """Whatever the scorer does (healthy.
+    """Whatever the scorer does, the mirror API answers fast and every decision is accounted for.
 
-    10 s slow, 500, 503, resetting, dead), POST /v1/decisions answers 202 within 5 ms p99, and each offered
-    decision ends as exactly one proposals row whose status/reason matches the scorer's condition; the
-    breaker keeps a failing scorer from being flooded. Latency is the client's view, 4 rounds of 150
-    sequential requests; the best round's p99 must pass.
+    Healthy, 10 s slow, 500, 503, resetting or dead: POST /v1/decisions answers 202 within 5 ms p99;
+    each offered decision ends as exactly one proposals row whose status/reason matches the scorer's
+    condition; the breaker keeps a failing scorer from being flooded. Latency is the client's view,
+    4 rounds of 150 paced requests; the best round's p99 must pass.
     """
     faults.mode = {"dead": "healthy"}.get(scenario, scenario)
     faults.retry_after = "0"

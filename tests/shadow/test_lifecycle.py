@@ -40,7 +40,7 @@ def reasons(tmp_path: Path) -> Counter[tuple[str, str | None]]:
 
 
 async def test_kill_switch_file_stops_mirroring(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
-    """While the kill switch file exists.
+    """The kill switch file stops mirroring while it exists.
 
     Decisions are dropped with ``kill_switch`` and the scorer sees no call; removing it resumes scoring.
     """

@@ -43,6 +43,9 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/stream", {}),
     ("GET", "/gzip", {"headers": {"Accept-Encoding": "gzip"}}),
     ("GET", "/nowhere?x=1&y=%20z", {}),
+    ("HEAD", "/large", {}),
+    ("GET", "/empty", {}),
+    ("GET", "/empty", {"headers": {"If-None-Match": '"v1"'}}),
     ("PUT", "/echo?a=1&a=2", {"data": b"small body", "headers": {"X-Trace": "abc", "X-Multi": "1"}}),
     ("POST", "/echo", {"data": BIG_REQUEST, "headers": {"Content-Type": "application/octet-stream"}}),
 ]
@@ -74,11 +77,11 @@ async def proxy_stack(tmp_path: Path, scorer_endpoint: str, **overrides: Any
 @pytest.mark.parametrize("scenario", ["healthy", "slow", "error", "overloaded", "dead"])
 async def test_proxy_returns_upstream_bytes_whatever_the_scorer_does(
         scenario: str, faults: Faults, scorer_url: str, tmp_path: Path) -> None:
-    """Through the proxy.
+    """Through the proxy every response equals the upstream's own, whatever the scorer does.
 
-    Every response (JSON, 500, 418, 3 MB, chunked stream, gzip, 404, echoed request incl. a 2 MB body)
-    equals the upstream's own: status, reason, headers and body bytes, while the scorer is healthy, 10 s
-    slow, erroring, overloaded or dead; /route decisions are mirrored.
+    Status, reason, headers and body bytes, for JSON, 500, 418, 3 MB, a chunked stream, gzip, 404,
+    HEAD, 204, 304 and an echo of the request (including a 2 MB body), while the scorer is healthy,
+    10 s slow, erroring, overloaded or dead; /route decisions are mirrored with their outcomes.
     """
     faults.mode = {"dead": "healthy"}.get(scenario, scenario)
     endpoint = f"http://127.0.0.1:{free_port()}" if scenario == "dead" else scorer_url

@@ -76,6 +76,13 @@ async def echo(request: web.Request) -> web.Response:
                              headers=_headers())
 
 
+async def empty(request: web.Request) -> web.Response:
+    """204 No Content, or 304 Not Modified when the client sends a matching ETag."""
+    if request.headers.get("If-None-Match") == '"v1"':
+        return web.Response(status=304, headers=_headers(ETag='"v1"'))
+    return web.Response(status=204, headers=_headers(ETag='"v1"'))
+
+
 def upstream_app() -> web.Application:
     """The stand-in router."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -86,4 +93,5 @@ def upstream_app() -> web.Application:
     app.router.add_get("/stream", stream)
     app.router.add_get("/gzip", gzipped)
     app.router.add_route("*", "/echo", echo)
+    app.router.add_get("/empty", empty)
     return app
