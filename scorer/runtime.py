@@ -101,13 +101,13 @@ class LlamaRuntime:
 
     # -- text <-> tokens ------------------------------------------------------------------------
 
-    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = False) -> list[int]:
         """Tokens of ``text``; BOS is added where the model's metadata says so. Special tokens written
-        in the text are never parsed as control tokens (state is untrusted)."""
+        in the text are not parsed as control tokens unless asked (state is untrusted)."""
         raw = text.encode("utf-8")
         capacity = len(raw) + 8
         buf = (llama_cpp.llama_token * capacity)()
-        n = llama_cpp.llama_tokenize(self._vocab, raw, len(raw), buf, capacity, add_special, False)  # noqa: FBT003
+        n = llama_cpp.llama_tokenize(self._vocab, raw, len(raw), buf, capacity, add_special, parse_special)
         if n < 0:
             raise RuntimeFailure(f"tokenizer needed {-n} slots, had {capacity}")
         return list(buf[:n])
@@ -123,6 +123,41 @@ class LlamaRuntime:
         if n < 0:
             raise RuntimeFailure("detokenize buffer too small")
         return out.raw[:n].decode("utf-8", "ignore")
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token (may be part of a UTF-8 character)."""
+        buf = ctypes.create_string_buffer(64)
+        n = llama_cpp.llama_token_to_piece(self._vocab, token, buf, 64, 0, False)  # noqa: FBT003
+        return buf.raw[: max(n, 0)]
+
+    def is_eog(self, token: int) -> bool:
+        """Whether ``token`` ends generation (EOS, end of turn, ...)."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
+        """Render ``(role, content)`` messages with the model's chat template (built-in one if none)."""
+        template = llama_cpp.llama_model_chat_template(self._model, None)
+        if not template:  # base models ship none: use llama.cpp's built-in one for the family
+            template = b"gemma" if (self.meta("general.architecture") or "").startswith("gemma") else b"chatml"
+        encoded = [(role.encode(), content.encode()) for role, content in messages]
+        chat = (llama_cpp.llama_chat_message * len(encoded))(
+            *(llama_cpp.llama_chat_message(role, content) for role, content in encoded))
+        capacity = 2 * sum(len(r) + len(c) for r, c in encoded) + 256
+        buf = ctypes.create_string_buffer(capacity)
+        n = llama_cpp.llama_chat_apply_template(template, chat, len(encoded), True, buf, capacity)  # noqa: FBT003
+        if n > capacity:
+            buf = ctypes.create_string_buffer(n)
+            n = llama_cpp.llama_chat_apply_template(template, chat, len(encoded), True, buf, n)  # noqa: FBT003
+        if n < 0:
+            raise RuntimeFailure("llama.cpp does not know this model's chat template")
+        return buf.raw[:n].decode("utf-8", "replace")
+
+    def argmax_at(self, batch_index: int) -> int:
+        """The most likely next token after the last batch's token ``batch_index`` (greedy)."""
+        ptr = llama_cpp.llama_get_logits_ith(self._ctx, batch_index)
+        if not ptr:
+            raise RuntimeFailure(f"no logits for batch index {batch_index}")
+        return int(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).argmax())
 
     # -- decoding -------------------------------------------------------------------------------
 

@@ -29,4 +29,16 @@ class ScorerSettings(BaseSettings):
         default=True, description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)")
     prefix_cache: bool = Field(default=True, description="reuse the static prefix's KV cells between decisions")
     image_digest: str | None = Field(default=None, description="container image digest, recorded in the identity")
+    # -- the HTTP server (`semif-shadow serve`, bare `serve`) ------------------------------------
+    host: str = Field(default="127.0.0.1", description="listen address (the SageMaker image sets 0.0.0.0)")
+    port: int = Field(default=8080, ge=1, le=65535, description="listen port (SageMaker: 8080)")
+    queue_size: int = Field(default=32, ge=1, description="requests waiting for the model; beyond: 503")
+    max_body_bytes: int = Field(default=1 << 20, ge=1024, description="request body cap (413 beyond)")
+    retry_after_s: int = Field(default=1, ge=0, description="Retry-After on 503 overloaded")
+    cross_batch: bool = Field(
+        default=False, description="score waiting decisions of one type together (opt-in: scores move "
+        "within the option-batching tolerance, see docs/deploy-sagemaker.md)")
+    cross_batch_max: int = Field(default=8, ge=1, le=64, description="decisions per cross-request batch")
+    shutdown_grace_s: float = Field(default=25.0, ge=0, description="SIGTERM: time to finish queued work")
+    chat_max_tokens: int = Field(default=256, ge=1, description="max_tokens when a chat body gives none")
     instance_type: str | None = Field(default=None, description="instance type, recorded in the identity")

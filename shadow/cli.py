@@ -9,6 +9,7 @@ import click
 from pipelines.cli import pipelines
 from scorer.cli import model, score
 from scorer.demo import demo
+from scorer.server.main import serve
 from shadow.records.cli import records
 from shadow.sidecar_cli import sidecar
 
@@ -32,6 +33,7 @@ def main(verbose: bool) -> None:
 main.add_command(score)
 main.add_command(model)
 main.add_command(demo)
+main.add_command(serve)
 main.add_command(sidecar)
 main.add_command(pipelines)
 main.add_command(records)

@@ -1,0 +1,204 @@
+"""The model behind the server: loaded off the event loop, fed by a bounded queue, one thread.
+
+    submit  -> refuse at once when not ready, draining, or the queue is full (503), else enqueue
+    worker  -> take the next job (and, with cross_batch, the waiting decisions of the same type),
+               run it on the single llama.cpp thread, resolve the caller's future
+    drain   -> SIGTERM: stop taking work, finish what is queued within the grace period, fail the rest
+
+llama.cpp holds one context, so everything that touches the model runs on one executor thread; the
+event loop only queues and answers, so `/ping` and `/metrics` are never blocked by scoring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from scorer.engine import Engine
+from scorer.errors import NotReady, Overloaded
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scorer.contract import ScoreRequest
+    from scorer.server.metrics import ServerMetrics
+    from scorer.settings import ScorerSettings
+
+log = logging.getLogger("scorer.server")
+
+
+@dataclass(slots=True)
+class Job:
+    """One queued piece of work and the future its caller awaits."""
+
+    kind: str  # "score" or "chat"
+    payload: Any
+    future: asyncio.Future[Any]
+    enqueued: float = field(default_factory=time.perf_counter)
+
+
+class ScoringService:
+    """Owns the engine, the bounded queue and the worker; lives in the app's cleanup context."""
+
+    def __init__(self, settings: ScorerSettings, metrics: ServerMetrics,
+                 engine_factory: Callable[[ScorerSettings], Engine] = Engine.from_settings) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.engine: Engine | None = None
+        self.load_error: str | None = None
+        self.draining = False
+        self._factory = engine_factory
+        self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=settings.queue_size)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._busy = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start loading the model and the worker; returns at once (`/ping` says when ready)."""
+        for coro in (self._load(), self._worker()):
+            task = asyncio.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        try:
+            engine = await loop.run_in_executor(self._executor, self._build)
+        except Exception as exc:
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            log.exception("model load failed")
+            return
+        self.engine = engine
+        self.metrics.model_load.set(time.perf_counter() - started)
+        self.metrics.ready.set(1)
+        log.info("model loaded in %.1fs: %s", time.perf_counter() - started, engine.identity.file)
+
+    def _build(self) -> Engine:
+        engine = self._factory(self.settings)
+        engine.warm_up()
+        return engine
+
+    async def drain(self, grace_s: float) -> None:
+        """Stop taking work; let queued jobs finish within ``grace_s``; fail the rest with 503."""
+        self.draining = True
+        deadline = time.monotonic() + grace_s
+        while (self._busy or not self._queue.empty()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        while not self._queue.empty():
+            job = self._queue.get_nowait()
+            if not job.future.done():
+                job.future.set_exception(NotReady("server shut down before this request was scored"))
+        self.metrics.queue_depth.set(0)
+
+    async def stop(self) -> None:
+        """Cancel the worker, wait for a load in progress, free the model."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            await asyncio.get_running_loop().run_in_executor(self._executor, engine.close)
+        self._executor.shutdown(wait=True)
+
+    # -- the queue -----------------------------------------------------------------------------
+
+    def submit(self, kind: str, payload: Any) -> asyncio.Future[Any]:
+        """Queue a job or refuse it at once (never waits, never queues without bound)."""
+        if self.draining:
+            raise NotReady("server is shutting down")
+        if self.engine is None:
+            raise NotReady("model is still loading" if self.load_error is None
+                           else f"model failed to load: {self.load_error}")
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        try:
+            self._queue.put_nowait(Job(kind, payload, future))
+        except asyncio.QueueFull:
+            self.metrics.overloaded.inc()
+            raise Overloaded(f"{self._queue.maxsize} requests are already waiting") from None
+        self.metrics.queue_depth.set(self._queue.qsize())
+        return future
+
+    async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            jobs = self._take([await self._queue.get()])
+            self.metrics.queue_depth.set(self._queue.qsize())
+            live = [j for j in jobs if not j.future.done()]  # callers that hung up are skipped
+            if not live:
+                continue
+            now = time.perf_counter()
+            for job in live:
+                self.metrics.queue_wait.observe(now - job.enqueued)
+            self._busy = True
+            try:
+                results = await loop.run_in_executor(self._executor, self._run, live, now)
+            finally:
+                self._busy = False
+            for job, result in zip(live, results, strict=True):
+                if job.future.done():
+                    continue
+                if isinstance(result, BaseException):
+                    job.future.set_exception(result)
+                else:
+                    job.future.set_result(result)
+
+    def _take(self, jobs: list[Job]) -> list[Job]:
+        """With cross_batch, add the waiting decisions that can share one model call."""
+        if not self.settings.cross_batch or jobs[0].kind != "score":
+            return jobs
+        while len(jobs) < self.settings.cross_batch_max and not self._queue.empty():
+            head = self._queue._queue[0]  # type: ignore[attr-defined]  # noqa: SLF001  (peek)
+            if head.kind != "score":
+                break
+            jobs.append(self._queue.get_nowait())
+        return jobs
+
+    def _run(self, jobs: list[Job], picked: float) -> list[Any]:
+        """On the llama.cpp thread: run the jobs, return a result or an exception per job."""
+        engine = self.engine
+        assert engine is not None
+        before = (engine.stats.tokens_computed, engine.stats.tokens_cached)
+        started = time.perf_counter()
+        results: list[Any]
+        if jobs[0].kind == "chat":
+            results = [_capture(jobs[0].payload, engine)]
+        else:
+            queue_ms = [(picked - j.enqueued) * 1000 for j in jobs]
+            results = _score_jobs(engine, [j.payload for j in jobs], queue_ms)
+            self.metrics.batch_size.observe(len(jobs))
+        self.metrics.score_time.labels(jobs[0].kind).observe(time.perf_counter() - started)
+        self.metrics.tokens_computed.inc(engine.stats.tokens_computed - before[0])
+        self.metrics.tokens_cached.inc(engine.stats.tokens_cached - before[1])
+        return results
+
+
+def _score_jobs(engine: Engine, requests: list[ScoreRequest], queue_ms: list[float]) -> list[Any]:
+    if len(requests) > 1:
+        try:
+            return list(engine.score_many(requests, queue_ms=queue_ms))
+        except Exception as exc:  # noqa: BLE001  (one bad decision must not fail its batch mates)
+            log.debug("cross batch fell back to one at a time: %s", exc)
+    out: list[Any] = []
+    for request, wait in zip(requests, queue_ms, strict=True):
+        try:
+            out.append(engine.score(request, queue_ms=wait))
+        except Exception as exc:  # noqa: BLE001  (handed to the caller's future)
+            out.append(exc)
+    return out
+
+
+def _capture(call: Callable[[Engine], Any], engine: Engine) -> Any:
+    try:
+        return call(engine)
+    except Exception as exc:  # noqa: BLE001  (handed to the caller's future)
+        return exc
