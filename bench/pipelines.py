@@ -54,8 +54,11 @@ def worker(kind: str, root: Path, out: Path) -> None:
     print(json.dumps({"seconds": time.perf_counter() - started}))
 
 
-def measure(kind: str, root: Path, out: Path) -> tuple[float, float]:
-    """Job seconds and peak RSS (MiB) of one run in a fresh process (reaped with wait4 for its own rusage)."""
+def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
+    """Job seconds, process CPU seconds and peak RSS (MiB) of one run in a fresh process.
+
+    The process is reaped with wait4 for its own rusage; CPU includes interpreter start and imports.
+    """
     with tempfile.TemporaryFile("w+") as buf:
         command = [sys.executable, __file__, "--worker", kind, "--root", str(root), "--out", str(out)]
         proc = subprocess.Popen(  # noqa: S603  (this script, with our own arguments)
@@ -69,7 +72,8 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float]:
         stdout = buf.read()
     if proc.returncode:
         raise SystemExit(f"{kind} run failed ({proc.returncode})")
-    return json.loads(stdout.strip().splitlines()[-1])["seconds"], usage.ru_maxrss / 1024
+    seconds = json.loads(stdout.strip().splitlines()[-1])["seconds"]
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def ensure_data(data_dir: Path, decisions: int) -> Path:
@@ -107,30 +111,26 @@ def agreement_gap(duck_out: Path, pandas_out: Path) -> float:
 
 def bench(args: argparse.Namespace) -> None:
     """Run every size and print the side-by-side table."""
-    print(
-        f"{'decisions':>11} {'implementation':<16} {'median s':>9} {'runs':>5} {'peak MiB':>9} "
-        f"{'speed-up':>9}"
-    )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    print(f"{'decisions':>11} {'implementation':<15} {'median s':>9} {'CPU s':>7} {'runs':>5} "
+          f"{'peak MiB':>9} {'speed-up':>9}")
     for decisions in args.decisions:
         root = ensure_data(args.data_dir, decisions)
-        results: dict[str, tuple[float, float, list[float]]] = {}
+        results: dict[str, list[tuple[float, float, float]]] = {}
         for kind in ("duckdb", "pandas"):
-            runs = [
-                measure(kind, root, args.data_dir / f"out-{kind}-{decisions}") for _ in range(args.repeats)
-            ]
-            times = [t for t, _ in runs]
-            results[kind] = (statistics.median(times), max(p for _, p in runs), times)
-        base = results["pandas"][0]
-        for kind, (median, peak, times) in results.items():
-            print(
-                f"{decisions:>11,} {kind:<16} {median:>9.1f} {len(times):>5} {peak:>9.0f} "
-                f"{base / median:>8.1f}x   runs: {', '.join(f'{t:.1f}' for t in times)}",
-                flush=True,
-            )
-        gap = agreement_gap(
-            args.data_dir / f"out-duckdb-{decisions}", args.data_dir / f"out-pandas-{decisions}"
-        )
+            out = args.data_dir / f"out-{kind}-{decisions}"
+            results[kind] = [measure(kind, root, out) for _ in range(args.repeats)]
+        base = statistics.median(t for t, _, _ in results["pandas"])
+        for kind, runs in results.items():
+            median = statistics.median(t for t, _, _ in runs)
+            cpu = statistics.median(c for _, c, _ in runs)
+            peak = max(p for _, _, p in runs)
+            print(f"{decisions:>11,} {kind:<15} {median:>9.1f} {cpu:>7.1f} {len(runs):>5} {peak:>9.0f} "
+                  f"{base / median:>8.1f}x   runs: {', '.join(f'{t:.1f}' for t, _, _ in runs)}", flush=True)
+        gap = agreement_gap(args.data_dir / f"out-duckdb-{decisions}",
+                            args.data_dir / f"out-pandas-{decisions}")
         print(f"{'':>11} max |duckdb - pandas| on accuracy, ECE, Brier, log-loss: {gap:.2e}", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from scipy.special import betaincinv
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
@@ -50,10 +52,30 @@ PRICES = {"ml.c6i.8xlarge": 1.632, "ml.g6e.xlarge": 2.264}
 GRID, BINS, BLOCKS, REPS, ALPHA, TARGET = 100, 15, 100, 200, 0.05, 0.95
 
 
-def load(root: Path, as_of: pd.Timestamp) -> pd.DataFrame:
-    """Proposals joined with the latest outcome known at ``as_of``, with week and model key."""
+def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple[list[str], np.ndarray]]]:
+    """Proposals joined with the latest outcome known at ``as_of``, with week and model key.
+
+    Per decision type, its options and an (n_scored, k) probability matrix that ``prob_row`` indexes: the
+    vectors never become Python objects.
+    """
     files = {n: sorted(str(p) for p in (root / n).rglob("*.parquet")) for n in ("proposals", "outcomes")}
-    props = pads.dataset(files["proposals"], schema=PROPOSALS).to_table(columns=COLUMNS).to_pandas()
+    table = pads.dataset(files["proposals"], schema=PROPOSALS).to_table(columns=COLUMNS)
+    matrices = {}
+    prob_row = np.full(table.num_rows, -1, dtype=np.int64)
+    types = table["decision_type"].to_numpy(zero_copy_only=False)
+    valid = table["probabilities"].is_valid().to_numpy(zero_copy_only=False)
+    for t in np.unique(types):
+        rows = np.flatnonzero((types == t) & valid)
+        sub = table.take(pa.array(rows))
+        options = sub["option_ids"][0].as_py()
+        matrices[str(t)] = (
+            options,
+            pc.list_flatten(sub["probabilities"]).to_numpy().reshape(-1, len(options)),
+        )
+        prob_row[rows] = np.arange(rows.size)
+    props = table.drop_columns(["option_ids", "probabilities"]).to_pandas()
+    props["prob_row"] = prob_row
+    del table
     outs = (
         pads.dataset(files["outcomes"], schema=OUTCOMES)
         .to_table(columns=["decision_id", "outcome", "outcome_at"])
@@ -70,7 +92,7 @@ def load(root: Path, as_of: pd.Timestamp) -> pd.DataFrame:
     d["scored"] = d.status == "scored"
     d["labelled"] = d.scored & d.outcome.notna()
     d["correct"] = d.proposal == d.outcome
-    return d
+    return d, matrices
 
 
 def scopes(lab: pd.DataFrame) -> pd.DataFrame:
@@ -133,11 +155,10 @@ def equal_mass_ece(conf: np.ndarray, correct: np.ndarray, block: np.ndarray) -> 
     }
 
 
-def proper_scores(group: pd.DataFrame) -> dict[str, float]:
+def proper_scores(group: pd.DataFrame, options: list[str], matrix: np.ndarray) -> dict[str, float]:
     """Brier (sum over options), log-loss and classwise ECE (15 equal-width bins) of one group."""
-    options = list(group.option_ids.iloc[0])
     inside = group[group.outcome.isin(options)]
-    p = np.vstack(inside.probabilities.to_numpy())
+    p = matrix[inside.prob_row.to_numpy()]
     y = (inside.outcome.to_numpy()[:, None] == np.array(options)[None, :]).astype(float)
     p_true = (p * y).sum(axis=1)
     ids = np.clip(np.ceil(p * BINS).astype(int) - 1, 0, BINS - 1) + np.arange(len(options)) * BINS
@@ -154,9 +175,8 @@ def cp_lower(x: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
     return np.where(x > 0, betaincinv(np.maximum(x, 1), n - x + 1, alpha), 0.0)
 
 
-def thresholds(group: pd.DataFrame) -> dict[str, float]:
+def thresholds(group: pd.DataFrame, k: int) -> dict[str, float]:
     """Fixed-sequence per-option thresholds, overall coverage and risk, and the risk-coverage curve size."""
-    k = len(group.option_ids.iloc[0])
     alpha = ALPHA / k
     cells = np.floor(group.proposal_probability.to_numpy() * GRID).astype(int)
     correct = group.correct.to_numpy()
@@ -250,7 +270,7 @@ def latency_and_cost(scored: pd.DataFrame) -> pd.DataFrame:
 
 def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
     """Every metric over every week under ``root`` (outcomes known at ``as_of``); write tables to ``out``."""
-    d = load(root, as_of)
+    d, matrices = load(root, as_of)
     f, reasons = funnel(d)
     lab = scopes(d[d.labelled])
     hashed = pd.util.hash_pandas_object(lab.decision_id, index=False).to_numpy()
@@ -260,8 +280,8 @@ def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
         lambda g: pd.Series(
             agreement(g)
             | equal_mass_ece(g.proposal_probability.to_numpy(), g.correct.to_numpy(float), g.block.to_numpy())
-            | proper_scores(g)
-            | thresholds(g)
+            | proper_scores(g, *matrices[g.name[0]])
+            | thresholds(g, len(matrices[g.name[0]][0]))
         ),
         include_groups=False,
     ).reset_index()
@@ -269,7 +289,9 @@ def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
         (lab.model_key != "*")
         & ~lab.correct
         & (lab.proposal_probability >= 0.8)
-        & np.array([p in HIGH.get(t, []) for t, p in zip(lab.decision_type, lab.proposal, strict=True)])
+        & (lab.decision_type + "/" + lab.proposal).isin(
+            [f"{t}/{o}" for t, opts in HIGH.items() for o in opts]
+        )
     ]
     scored = d[d.scored]
     results = {
