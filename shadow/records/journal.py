@@ -36,6 +36,7 @@ class Journal:
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-journal")
         self._segment = SegmentFile(settings.journal_dir, first_seq)
         self._frames: list[bytes] = []
+        self._durable_at: set[int] = set()
         self._size = 0
         self._waiters: list[asyncio.Future[None]] = []
         self._wake = asyncio.Event()
@@ -65,6 +66,7 @@ class Journal:
         """Buffer one frame and return once it is committed (per the fsync policy)."""
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
+        self._durable_at.add(len(self._frames))
         self.append(frame)
         await waiter
 
@@ -92,8 +94,8 @@ class Journal:
             await self._flush_locked()
 
     async def _flush_locked(self) -> None:
-        frames, waiters = self._frames, self._waiters
-        self._frames, self._waiters, self._size = [], [], 0
+        frames, waiters, durable_at = self._frames, self._waiters, self._durable_at
+        self._frames, self._waiters, self._durable_at, self._size = [], [], set(), 0
         self._wake.clear()
         if not frames:
             return
@@ -105,6 +107,7 @@ class Journal:
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_exception(error)
+            self._requeue([f for i, f in enumerate(frames) if i not in durable_at])
             raise error from exc
         finally:
             self._committed.set()
@@ -115,8 +118,30 @@ class Journal:
         self.frames_committed += len(frames)
         self._on_commit(sum(map(len, frames)))
 
+    def _requeue(self, frames: list[bytes]) -> None:
+        """Put frames nobody waits for (proposals) back in front, for the next commit to retry.
+
+        Frames with a waiter are not retried: their callers got the error and decide themselves.
+        """
+        if frames:
+            self._durable_at = {i + len(frames) for i in self._durable_at}
+            self._frames[:0] = frames
+            self._size += sum(map(len, frames))
+            self._wake.set()
+
     def _commit(self, frames: list[bytes]) -> None:
-        policy, segment = self._settings.fsync, self._segment
+        """Write (and fsync) one group; on any error the whole group is cut off the segment again."""
+        segment = self._segment
+        start = segment.size
+        try:
+            self._write_group(segment, frames)
+        except OSError:
+            with contextlib.suppress(OSError):
+                segment.truncate(start)
+            raise
+
+    def _write_group(self, segment: SegmentFile, frames: list[bytes]) -> None:
+        policy = self._settings.fsync
         if policy == "always":
             for frame in frames:
                 segment.write(frame)
@@ -145,13 +170,23 @@ class Journal:
             return sealed
 
     def _rotate(self, sealed: SegmentFile, next_seq: int, frames: list[bytes]) -> SegmentFile:
+        """Start the next segment with the carried frames, then close the sealed one.
+
+        If the new segment cannot be written, it is removed and the journal keeps appending to the
+        old one (the seal is retried at the next roll-over).
+        """
+        fresh = SegmentFile(self._settings.journal_dir, next_seq)
+        try:
+            if frames:
+                fresh.write(b"".join(frames))
+                fresh.fsync()
+        except OSError:
+            fresh.close()
+            fresh.path.unlink(missing_ok=True)
+            raise
         if self._settings.fsync != "none":
             sealed.fsync()
         sealed.close()
-        fresh = SegmentFile(self._settings.journal_dir, next_seq)
-        if frames:
-            fresh.write(b"".join(frames))
-            fresh.fsync()
         return fresh
 
     async def stop(self) -> None:

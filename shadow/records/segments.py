@@ -112,12 +112,25 @@ class SegmentFile:
         fsync_dir(journal_dir)
 
     def write(self, data: bytes) -> None:
-        """Append ``data`` (whole frames) to the file (the OS may still hold it in memory)."""
+        """Append ``data`` (whole frames) to the file (the OS may still hold it in memory).
+
+        A write that fails half-way (a full disk) is cut back off, so the segment never holds a
+        partial frame followed by good ones that a reader would then never reach.
+        """
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError:
+            os.ftruncate(self._fd, self.size)
+            raise
         self.size += len(data)
+
+    def truncate(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (undo a group that failed)."""
+        os.ftruncate(self._fd, size)
+        self.size = size
 
     def fsync(self) -> None:
         """Force what was written to disk (``fdatasync``: the size change is what matters)."""

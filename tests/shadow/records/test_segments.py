@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import subprocess
+import sys
+from pathlib import Path
 
 import orjson
 
 from shadow.records.segments import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, read_segment
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def _segment(tmp_path: Path, frames: list[bytes]) -> Path:
@@ -54,3 +53,36 @@ def test_a_corrupt_payload_fails_its_checksum(tmp_path: Path) -> None:
     read = read_segment(path)
     assert [orjson.loads(b)["decision_id"] for _, b in read.frames] == ["d0"]
     assert read.torn_bytes == len(frames[1])
+
+
+FULL_DISK_SCRIPT = """
+import errno, resource, signal, sys
+from pathlib import Path
+from shadow.records.segments import PROPOSAL, SegmentFile, encode
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+segment = SegmentFile(Path(sys.argv[1]), 1)
+written = 0
+try:
+    while True:
+        segment.write(encode(PROPOSAL, {"decision_id": f"d{written}", "pad": "x" * 40}))
+        written += 1
+except OSError as exc:
+    assert exc.errno == errno.EFBIG, exc
+print(written)
+"""
+
+
+def test_a_write_that_fails_half_way_leaves_no_partial_frame(tmp_path: Path) -> None:
+    """A write cut short (a full disk) is truncated back to the last whole frame.
+
+    The limit is a real RLIMIT_FSIZE in a child process; frames written later would stay readable.
+    """
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(tmp_path)], cwd=root,  # noqa: S603  (our script)
+                          capture_output=True, text=True, check=True, timeout=60)
+    written = int(done.stdout)
+    read = read_segment(tmp_path / f"{1:016d}.wal")
+    assert written > 5
+    assert len(read.frames) == written
+    assert read.torn_bytes == 0

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
@@ -16,12 +19,10 @@ from shadow.records.errors import InvalidRow, StoreClosed
 from shadow.records.layout import open_dataset
 from shadow.records.schema import OUTCOMES, PROPOSALS
 from shadow.records.segments import ACCEPT, list_segments, read_segment
+from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
-
-if TYPE_CHECKING:
-    from shadow.records.settings import RecordSettings
 
 DAY_US = 86_400_000_000
 
@@ -197,3 +198,50 @@ async def test_a_proposal_racing_a_seal_keeps_its_decision_carried(local_setting
         assert carried == ["x"]
     proposals = open_dataset(local_settings, "proposals").to_table().to_pylist()
     assert sorted((r["decision_id"], r["status"]) for r in proposals) == [("x", "scored"), ("y", "scored")]
+
+
+FULL_DISK_STORE = """
+import asyncio, json, resource, signal, sys
+from pathlib import Path
+from shadow.records.errors import RecordsError
+from shadow.records.settings import RecordSettings
+from shadow.records.store import RecordStore
+from tests.shadow.records.factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+async def main(tmp):
+    settings = RecordSettings(root=f"{tmp}/root", spool_dir=Path(tmp) / "spool", writer_id="w1")
+    accepted, failed = [], None
+    async with RecordStore(settings) as store:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, resource.RLIM_INFINITY))  # the disk fills
+        for i in range(10_000):
+            try:
+                await store.accept(f"d{i}", "route", BASE_US, OPTIONS)
+            except RecordsError:
+                failed = f"d{i}"
+                break
+            accepted.append(f"d{i}")
+            await store.proposal(proposal_row(f"d{i}"))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        await store.outcome(outcome_row("d0"))  # space again: the next commit retries what failed
+    print(json.dumps({"accepted": accepted, "failed": failed}))
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_failed_commit_is_retried_for_proposals_and_reported_to_waiters(tmp_path: Path) -> None:
+    """A commit that fails on a full disk: waiters get the error, proposals are retried later.
+
+    The disk is a real RLIMIT_FSIZE in a child process. The accept waiting on the failed commit gets
+    the error; the proposals in it are written once space is back, none of them twice.
+    """
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", FULL_DISK_STORE, str(tmp_path)], cwd=root,  # noqa: S603  (our script)
+                          capture_output=True, text=True, check=True, timeout=120)
+    result = json.loads(done.stdout)
+    assert result["failed"] is not None
+    assert len(result["accepted"]) > 5
+    settings = RecordSettings(root=str(tmp_path / "root"), spool_dir=tmp_path / "spool", writer_id="w1")
+    ids = open_dataset(settings, "proposals").to_table().column("decision_id").to_pylist()
+    assert sorted(ids) == sorted(result["accepted"])
