@@ -1,7 +1,8 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The dispatch phase: one queued decision becomes one proposals row.
 
-accept    note the decision with the store (``SinkFull`` -> dropped / disk_full)
+accept    wait for the store's durable note, started when the decision was queued
+          (``SinkFull`` -> dropped / disk_full)
 guard     deadline left? spend budget left? breaker closed?
 call      the backend, retried only for retryable answers, with full-jitter backoff that honours
 ``Retry-After``, all inside the decision's deadline
@@ -57,7 +58,10 @@ class Dispatcher:
         row = blank_row(d, prepared, self.stamp)
         row["queue_ms"] = queue_ms
         try:
-            await self.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids)
+            if d.accepted is None:
+                await self.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids)
+            else:
+                await d.accepted
         except SinkFull:
             return self._not_scored(row, d, "dropped", "disk_full")
         deadline = d.received_mono + d.rt.dtype.scorer.deadline_s

@@ -55,6 +55,7 @@ class Mirror:
         self._idle = asyncio.Event()
         self._idle.set()
         self._workers: list[asyncio.Task[None]] = []
+        self._accepting: set[asyncio.Task[None]] = set()
 
     def offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> str | None:
         """Take one decision; return None if queued, else the reason it was dropped."""
@@ -63,12 +64,29 @@ class Mirror:
         self.metrics.offered.labels(rt.name).inc()
         reason = self._admit(d, now)
         if reason is None:
+            self._accept(d)
             self._queue.put_nowait(d)
             self._bytes += d.size
             self._gauges()
         else:
             self.recorder.drop(d, reason)
         return reason
+
+    def _accept(self, d: Decision) -> None:
+        """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.
+
+        The worker awaits it before scoring (and turns ``SinkFull`` into ``disk_full``).
+        """
+        task = asyncio.get_running_loop().create_task(
+            self.dispatcher.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids))
+        self._accepting.add(task)
+        task.add_done_callback(self._accepted)
+        d.accepted = task
+
+    def _accepted(self, task: asyncio.Task[None]) -> None:
+        self._accepting.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved here; the worker re-raises it through `await d.accepted`
 
     def _admit(self, d: Decision, now: float) -> str | None:
         stopped = self._stopped(d, now)
@@ -135,7 +153,7 @@ class Mirror:
             await asyncio.wait_for(self._idle.wait(), grace_s)
         for task in self._workers:
             task.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
+        await asyncio.gather(*self._workers, *self._accepting, return_exceptions=True)
         self._workers = []
 
     @property

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from shadow.records.schema import PROPOSALS, RECORD_VERSION
 
 if TYPE_CHECKING:
+    import asyncio
+
     from shadow.backends.base import ScoreResult
     from shadow.runtime import DecisionRuntime
     from shadow.state import Prepared, State
@@ -26,7 +28,7 @@ class Decision:
     received_mono: float
     size: int
     sampled: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    accepted: asyncio.Future[None] | None = None  # the store's durable note, started when queued
 
 
 def blank_row(d: Decision, prepared: Prepared | None, stamp: RowStamp) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import aiohttp
+
 from tests.shadow.conftest import free_port, read_rows, serve, ticket_type, write_catalog
 from tests.shadow.upstream import upstream_app
 
@@ -43,8 +45,6 @@ async def test_run_command_proxies_and_flushes_on_sigterm(faults: Faults, scorer
 
     The decision and its outcome are then in the records (the default sink, the RecordStore).
     """
-    import aiohttp  # noqa: PLC0415
-
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
     api, proxy = free_port(), free_port()
     async with serve(upstream_app()) as upstream:
@@ -71,3 +71,42 @@ async def test_run_command_proxies_and_flushes_on_sigterm(faults: Faults, scorer
     assert [(r["decision_id"], r["status"]) for r in rows] == [("cli-1", "scored")]
     assert [o["outcome"] for o in read_rows(tmp_path / "records", "outcomes")] == ["billing"]
     assert faults.calls == 1
+
+
+async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faults, scorer_url: str,
+                                                                     tmp_path: Path) -> None:
+    """SIGKILL with decisions in flight and queued: recovery writes a ``lost`` row for each of them.
+
+    The store's durable note is taken when a decision is queued, not when a worker picks it up.
+    """
+    from shadow.records.recovery import recover  # noqa: PLC0415
+    from shadow.records.settings import RecordSettings  # noqa: PLC0415
+
+    faults.mode = "slow"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer={"timeout_s": 30,
+                                                                                  "deadline_s": 60})})
+    api = free_port()
+    env = {**os.environ, "SHADOW_RECORDS_ROOT": str(tmp_path / "records"), "SHADOW_REDACTION_KEY": "k" * 32,
+           "SHADOW_RECORDS_SPOOL_DIR": str(tmp_path / "spool"), "SHADOW_WRITER_ID": "crash_test",
+           "SHADOW_WORKERS": "1"}
+    command = [str(CLI), "sidecar", "run", "--catalog", str(catalog), "--port", str(api)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,  # noqa: S603, ASYNC220  (killed below)
+                            stderr=subprocess.PIPE)
+    try:
+        wait_ready(api, proc)
+        decisions = [{"decision_type": "tickets", "decision_id": f"k-{i}", "state": "x"} for i in range(5)]
+        async with aiohttp.ClientSession() as session, session.post(
+                f"http://127.0.0.1:{api}/v1/decisions", json={"decisions": decisions}) as resp:
+            assert (await resp.json())["queued"] == 5
+        await asyncio.sleep(0.5)  # past the group commit; one decision is with the (10 s) scorer
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    faults.release.set()
+    settings = RecordSettings(root=str(tmp_path / "records"), spool_dir=tmp_path / "spool",
+                              writer_id="crash_test")
+    report = recover(settings)
+    assert report.lost == 5
+    rows = read_rows(tmp_path / "records", "proposals")
+    assert sorted((r["decision_id"], r["status"], r["reason"]) for r in rows) == [
+        (f"k-{i}", "lost", "crash_recovery") for i in range(5)]
