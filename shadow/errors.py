@@ -52,21 +52,21 @@ class RequestError(ShadowError):
         return {"error": {"code": self.code, "message": self.message, "field": self.field}}
 
 
-class Unauthorized(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+class Unauthorized(RequestError):
     """The decision type requires a bearer token and the request has none or a wrong one."""
 
     status = 401
     code = "unauthorized"
 
 
-class BodyTooLarge(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+class BodyTooLarge(RequestError):
     """The request body is over ``SHADOW_MAX_BODY_BYTES``."""
 
     status = 413
     code = "body_too_large"
 
 
-class StoreUnavailable(RequestError):  # noqa: N818  (named for the condition, like scorer.errors)
+class StoreUnavailable(RequestError):
     """The record store could not make an outcome durable; the client should retry."""
 
     status = 503
@@ -85,45 +85,45 @@ class ScorerCallError(ShadowError):
         self.retry_after = retry_after
 
 
-class ScorerTimeout(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerTimeout(ScorerCallError):
     """No answer within the attempt's timeout."""
 
     status = "timeout"
     reason = "scorer_timeout"
 
 
-class ScorerOverloaded(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerOverloaded(ScorerCallError):
     """The scorer answered 503 overloaded (``Retry-After`` honoured within the deadline)."""
 
     reason = "scorer_overloaded"
     retryable = True
 
 
-class ScorerThrottled(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerThrottled(ScorerCallError):
     """The scorer or its API throttled the call (429, ThrottlingException)."""
 
     reason = "scorer_throttled"
     retryable = True
 
 
-class ScorerUnavailable(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerUnavailable(ScorerCallError):
     """The connection was refused or reset."""
 
     reason = "scorer_unavailable"
     retryable = True
 
 
-class ScorerRejected(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerRejected(ScorerCallError):
     """The scorer refused the request as invalid (4xx): retrying cannot help."""
 
     reason = "scorer_rejected"
 
 
-class ScorerFailed(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class ScorerFailed(ScorerCallError):
     """The scorer failed (500) or answered something unexpected."""
 
 
-class InvalidScorerResponse(ScorerCallError):  # noqa: N818  (named for the condition, like scorer.errors)
+class InvalidScorerResponse(ScorerCallError):
     """The answer maps to no declared option, or does not follow SemIf."""
 
     status = "invalid_response"

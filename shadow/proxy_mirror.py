@@ -39,7 +39,7 @@ class Exchange:
     response_body: bytes | None
 
 
-class _Unreadable(Exception):  # noqa: N818  (a reason to skip, not a bug)
+class _Unreadable(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason

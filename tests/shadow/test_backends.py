@@ -50,7 +50,7 @@ async def offer_and_collect(url: str, ids: list[str], wait_s: float = 0.3) -> No
     ("  REVIEW.", "scored", "review"),
     ("I am not sure, maybe billing or technical", "invalid_response", None),
 ])
-async def test_chat_backend_maps_answers_to_options(  # noqa: PLR0913, PLR0917  (3 parameters, 3 fixtures)
+async def test_chat_backend_maps_answers_to_options(
         answer: str | None, status: str, proposal: str | None, faults: Faults, scorer_url: str,
         tmp_path: Path) -> None:
     """The chat answer is mapped to an option by id or text (one-hot probabilities).
