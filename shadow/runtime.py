@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from shadow.backends.factory import backend_key, make_backend
 from shadow.breaker import CircuitBreaker
+from shadow.errors import CatalogError
 from shadow.sampling import RateCap, SpendGuard
 from shadow.state import StateRules
 
@@ -58,8 +59,10 @@ def build_runtimes(catalog: Catalog, redaction_key: bytes | None,
         backend, breaker = backends[key]
         token = os.environ.get(dtype.auth_token_env) if dtype.auth_token_env else None
         if dtype.auth_token_env and not token:
-            raise ValueError(f"{name}: auth_token_env {dtype.auth_token_env} is not set")
+            raise CatalogError(f"decision_types.{name}.auth_token_env: {dtype.auth_token_env} is not set")
         cap = dtype.sampling.max_per_second
+        if dtype.state.hash and not redaction_key:
+            raise CatalogError(f"decision_types.{name}.state.hash: needs SHADOW_REDACTION_KEY")
         types[name] = DecisionRuntime(
             name=name, dtype=dtype, rules=StateRules(dtype.state, redaction_key), backend=backend,
             breaker=breaker, guard=SpendGuard(dtype.budget.calls_per_hour, dtype.budget.tokens_per_hour),

@@ -40,7 +40,8 @@ class ShadowSettings(BaseSettings):
     records_spool_dir: Path = Field(default=Path("shadow-spool"), description="record store journal folder")
     sink: Literal["auto", "store", "simple"] = Field(
         default="auto", description="record writer: the durable RecordStore, or the simple Parquet sink")
-    writer_id: str = Field(default_factory=_default_writer_id, description="names this sidecar in records")
+    writer_id: str = Field(default_factory=_default_writer_id, pattern=r"^[A-Za-z0-9._]{1,64}$",
+                           description="names this sidecar in records")
     workers: int = Field(default=4, ge=1, le=256, description="concurrent scorer calls")
     queue_max_items: int = Field(default=1000, ge=1, description="decisions waiting for a worker")
     queue_max_bytes: int = Field(default=16 * MIB, ge=1024, description="bytes of state waiting for a worker")

@@ -84,3 +84,19 @@ def test_every_sidecar_command_has_an_example() -> None:
         result = runner.invoke(main, ["sidecar", command, "--help"])
         assert result.exit_code == 0
         assert "Example" in result.output
+
+
+def test_runtime_checks_name_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up refuses a catalog the environment cannot serve, naming the field.
+
+    A type that hashes fields without SHADOW_REDACTION_KEY, or whose bearer-token variable is unset.
+    """
+    from shadow.runtime import build_runtimes  # noqa: PLC0415
+
+    hashing = parse_catalog(_broken(lambda _: None))
+    with pytest.raises(CatalogError, match=r"decision_types\.tickets\.state\.hash: needs SHADOW_REDACTION"):
+        build_runtimes(hashing, redaction_key=None)
+    monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
+    tokened = parse_catalog(_broken(lambda d: d.__setitem__("auth_token_env", "NO_SUCH_TOKEN")))
+    with pytest.raises(CatalogError, match=r"auth_token_env: NO_SUCH_TOKEN is not set"):
+        build_runtimes(tokened, redaction_key=b"k" * 32)
