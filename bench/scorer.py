@@ -29,12 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import DOMAIN_TEXT, Decision, clinc_routing  # noqa: E402
-from scorer.contract import parse_request  # noqa: E402
-from scorer.engine import Engine  # noqa: E402
-from scorer.reference import single_call_logits  # noqa: E402
-from scorer.runtime import Token  # noqa: E402
-from scorer.settings import ScorerSettings  # noqa: E402
+from bench.workloads import DOMAIN_TEXT, Decision, clinc_routing
+from scorer.contract import parse_request
+from scorer.engine import Engine
+from scorer.reference import single_call_logits
+from scorer.runtime import Token
+from scorer.settings import ScorerSettings
 
 
 def run_engine(settings: ScorerSettings, decisions: list[Decision]) -> dict[str, Any]:
@@ -49,8 +49,13 @@ def run_engine(settings: ScorerSettings, decisions: list[Decision]) -> dict[str,
             latencies.append(time.perf_counter() - t)
         wall = time.perf_counter() - started
         stats = engine.stats
-        return {"wall": wall, "lat": latencies, "responses": responses,
-                "computed": stats.tokens_computed, "cached": stats.tokens_cached}
+        return {
+            "wall": wall,
+            "lat": latencies,
+            "responses": responses,
+            "computed": stats.tokens_computed,
+            "cached": stats.tokens_cached,
+        }
     finally:
         engine.close()
 
@@ -110,15 +115,21 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     """Run the benchmark and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--decisions", type=int, default=150, help="CLINC150 decisions (12/domain ratio kept)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--decisions", type=int, default=150, help="CLINC150 decisions (12/domain ratio kept)"
+    )
     parser.add_argument("--brute", type=int, default=30, help="decisions for the brute-force method")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each method; medians reported")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-options", choices=["on", "off"], default="on")
     args = parser.parse_args()
     per_domain = max(1, round(args.decisions * 12 / 150))
-    decisions = clinc_routing(n_in_scope_per_domain=per_domain, n_oos=max(1, args.decisions - 10 * per_domain))
+    decisions = clinc_routing(
+        n_in_scope_per_domain=per_domain, n_oos=max(1, args.decisions - 10 * per_domain)
+    )
     if decisions is None:
         print("CLINC150 not found under ../shared/datasets/clinc150: nothing to benchmark")
         return
@@ -136,9 +147,15 @@ def main() -> None:
     report(args, decisions, engine_runs, brute_runs, raw_runs, engine_on_brute_set, settings)
 
 
-def report(args: argparse.Namespace, decisions: list[Decision], engine_runs: list[dict[str, Any]],
-           brute_runs: list[dict[str, Any]], raw_runs: list[dict[str, Any]],
-           engine_on_brute_set: list[list[dict[str, Any]]], settings: ScorerSettings) -> None:
+def report(  # noqa: PLR0913, PLR0917  (one table from every measurement)
+    args: argparse.Namespace,
+    decisions: list[Decision],
+    engine_runs: list[dict[str, Any]],
+    brute_runs: list[dict[str, Any]],
+    raw_runs: list[dict[str, Any]],
+    engine_on_brute_set: list[list[dict[str, Any]]],
+    settings: ScorerSettings,
+) -> None:
     """Print the side-by-side table."""
     med = statistics.median
     eng_dps = med(len(decisions) / r["wall"] for r in engine_runs)
@@ -148,29 +165,44 @@ def report(args: argparse.Namespace, decisions: list[Decision], engine_runs: lis
     eng_lat = engine_runs[len(engine_runs) // 2]["lat"]
     brute_lat = brute_runs[len(brute_runs) // 2]["lat"]
     cached_share = med(r["cached"] / (r["cached"] + r["computed"]) for r in engine_runs)
-    diffs = np.abs(np.array([[o["logit"] for o in resp["options"]] for resp in engine_on_brute_set[0]])
-                   - np.array(brute_runs[0]["logits"]))
+    diffs = np.abs(
+        np.array([[o["logit"] for o in resp["options"]] for resp in engine_on_brute_set[0]])
+        - np.array(brute_runs[0]["logits"])
+    )
     acc = accuracy(engine_runs[0]["responses"], decisions)
     common = Counter(d.label for d in decisions).most_common(1)[0]
 
-    print(f"CLINC150 domain routing: {len(decisions)} decisions, 11 options; brute force on the first "
-          f"{args.brute}; {args.repeats} repeats (medians); n_threads={settings.n_threads}, "
-          f"batch_options={settings.batch_options}")
+    print(
+        f"CLINC150 domain routing: {len(decisions)} decisions, 11 options; brute force on the first "
+        f"{args.brute}; {args.repeats} repeats (medians); n_threads={settings.n_threads}, "
+        f"batch_options={settings.batch_options}"
+    )
     print()
-    print(f"| method | decisions/s | p50 ms | p95 ms | tokens/s | vs brute force |")
+    print("| method | decisions/s | p50 ms | p95 ms | tokens/s | vs brute force |")
     print("|---|---:|---:|---:|---:|---:|")
-    print(f"| (a) engine | {eng_dps:.2f} | {pct(eng_lat, 50):.0f} | {pct(eng_lat, 95):.0f} | "
-          f"{eng_tok_rate:.0f} computed | {eng_dps / brute_dps:.1f}x |")
-    print(f"| (b) brute force per option | {brute_dps:.2f} | {pct(brute_lat, 50):.0f} | "
-          f"{pct(brute_lat, 95):.0f} | | 1.0x |")
+    print(
+        f"| (a) engine | {eng_dps:.2f} | {pct(eng_lat, 50):.0f} | {pct(eng_lat, 95):.0f} | "
+        f"{eng_tok_rate:.0f} computed | {eng_dps / brute_dps:.1f}x |"
+    )
+    print(
+        f"| (b) brute force per option | {brute_dps:.2f} | {pct(brute_lat, 50):.0f} | "
+        f"{pct(brute_lat, 95):.0f} | | 1.0x |"
+    )
     print(f"| (c) raw llama.cpp prefill (whole prompt, one call) | | | | {raw_rate:.0f} | |")
     print()
-    print(f"engine tokens: {cached_share:.0%} of prompt tokens reused from the prefix cache; rate on the "
-          f"tokens it computed = {eng_tok_rate / raw_rate:.0%} of raw prefill")
-    print(f"accuracy: none {acc['none']:.1%}, per_token {acc['per_token']:.1%}, per_char {acc['per_char']:.1%}, "
-          f"pmi {acc['pmi']:.1%}; always '{common[0]}' {common[1] / len(decisions):.1%}; chance {1 / 11:.1%}")
-    print(f"spread vs single-call prompt+option: median {np.median(diffs):.4f} nats, max {diffs.max():.4f} nats "
-          f"({diffs.size} option scores)")
+    print(
+        f"engine tokens: {cached_share:.0%} of prompt tokens reused from the prefix cache; rate on the "
+        f"tokens it computed = {eng_tok_rate / raw_rate:.0%} of raw prefill"
+    )
+    print(
+        f"accuracy: none {acc['none']:.1%}, per_token {acc['per_token']:.1%}, "
+        f"per_char {acc['per_char']:.1%}, pmi {acc['pmi']:.1%}; "
+        f"always '{common[0]}' {common[1] / len(decisions):.1%}; chance {1 / 11:.1%}"
+    )
+    print(
+        f"spread vs single-call prompt+option: median {np.median(diffs):.4f} nats, "
+        f"max {diffs.max():.4f} nats ({diffs.size} option scores)"
+    )
 
 
 if __name__ == "__main__":

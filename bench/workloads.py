@@ -27,9 +27,17 @@ ROUTING_QUESTION = (
     "the other teams do not handle."
 )
 DOMAIN_TEXT = {
-    "banking": "Banking", "credit_cards": "Credit cards", "kitchen_and_dining": "Kitchen and dining",
-    "home": "Home", "auto_and_commute": "Auto and commute", "travel": "Travel", "utility": "Utility",
-    "work": "Work", "small_talk": "Small talk", "meta": "Meta", "oos": "Out of scope",
+    "banking": "Banking",
+    "credit_cards": "Credit cards",
+    "kitchen_and_dining": "Kitchen and dining",
+    "home": "Home",
+    "auto_and_commute": "Auto and commute",
+    "travel": "Travel",
+    "utility": "Utility",
+    "work": "Work",
+    "small_talk": "Small talk",
+    "meta": "Meta",
+    "oos": "Out of scope",
 }
 
 
@@ -44,28 +52,37 @@ class Decision:
     def request(self, normalization: str = "none") -> dict[str, Any]:
         """The SemIf request for this decision."""
         return {
-            "decision_id": self.decision_id, "decision_type": "clinc_routing", "state": self.text,
+            "decision_id": self.decision_id,
+            "decision_type": "clinc_routing",
+            "state": self.text,
             "question": ROUTING_QUESTION,
             "options": [{"id": k, "text": v} for k, v in DOMAIN_TEXT.items()],
             "scoring": {"normalization": normalization},
         }
 
 
-def clinc_routing(n_in_scope_per_domain: int = 12, n_oos: int = 30, seed: int = 7,
-                  root: Path = CLINC_DIR) -> list[Decision] | None:
+def clinc_routing(
+    n_in_scope_per_domain: int = 12, n_oos: int = 30, seed: int = 7, root: Path = CLINC_DIR
+) -> list[Decision] | None:
     """A stratified, shuffled sample of the CLINC150 test split (default 150 decisions), or None."""
     data_file, domains_file = root / "data_full.json", root / "domains.json"
     if not data_file.is_file() or not domains_file.is_file():
         return None
     data = json.loads(data_file.read_text())
-    intent_domain = {intent: domain for domain, intents in json.loads(domains_file.read_text()).items()
-                     for intent in intents}
+    intent_domain = {
+        intent: domain
+        for domain, intents in json.loads(domains_file.read_text()).items()
+        for intent in intents
+    }
     rng = random.Random(seed)
     by_domain: dict[str, list[str]] = {}
     for text, intent in data["test"]:
         by_domain.setdefault(intent_domain[intent], []).append(text)
-    picked = [(text, domain) for domain in sorted(by_domain)
-              for text in rng.sample(by_domain[domain], n_in_scope_per_domain)]
+    picked = [
+        (text, domain)
+        for domain in sorted(by_domain)
+        for text in rng.sample(by_domain[domain], n_in_scope_per_domain)
+    ]
     picked += [(text, "oos") for text, _ in rng.sample(data["oos_test"], n_oos)]
     rng.shuffle(picked)
     return [Decision(f"clinc-{i}", text, label) for i, (text, label) in enumerate(picked)]

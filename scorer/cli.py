@@ -11,22 +11,50 @@ import click
 
 
 @click.command("score")
-@click.option("--request", "request_file", type=click.File("r"), default=None,
-              help="SemIf request JSON file ('-' for stdin). Without it, build one from the flags below.")
+@click.option(
+    "--request",
+    "request_file",
+    type=click.File("r"),
+    default=None,
+    help="SemIf request JSON file ('-' for stdin). Without it, build one from the flags below.",
+)
 @click.option("--question", default=None, help="The decision's question.")
-@click.option("--option", "options", multiple=True, metavar="ID=TEXT",
-              help="An option, in order (repeat). 'billing' alone means id = text.")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="ID=TEXT",
+    help="An option, in order (repeat). 'billing' alone means id = text.",
+)
 @click.option("--state", default=None, help="The free-text state ('-' for stdin).")
 @click.option("--decision-id", default="cli-1", show_default=True, help="Echoed back unchanged.")
 @click.option("--decision-type", default=None, help="Catalog name (prefix cache key).")
-@click.option("--normalization", type=click.Choice(["none", "per_token", "per_char", "pmi"]), default="none",
-              show_default=True, help="How option scores are normalized before the softmax.")
+@click.option(
+    "--normalization",
+    type=click.Choice(["none", "per_token", "per_char", "pmi"]),
+    default="none",
+    show_default=True,
+    help="How option scores are normalized before the softmax.",
+)
 @click.option("--return-prompt", is_flag=True, help="Include the rendered prompt and option token ids.")
-@click.option("--model", "model_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="GGUF file (default: SCORER_MODEL_PATH, else the embedded Gemma 3 270M).")
-def score(request_file: Any, question: str | None, options: tuple[str, ...], state: str | None,
-          decision_id: str, decision_type: str | None, normalization: str, return_prompt: bool,
-          model_path: Path | None) -> None:
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="GGUF file (default: SCORER_MODEL_PATH, else the embedded Gemma 3 270M).",
+)
+def score(  # noqa: PLR0913, PLR0917  (one parameter per click option)
+    request_file: Any,
+    question: str | None,
+    options: tuple[str, ...],
+    state: str | None,
+    decision_id: str,
+    decision_type: str | None,
+    normalization: str,
+    return_prompt: bool,
+    model_path: Path | None,
+) -> None:
     r"""Score one decision and print the SemIf response.
 
     \b
@@ -51,7 +79,8 @@ def score(request_file: Any, question: str | None, options: tuple[str, ...], sta
         if question is None or not options or state is None:
             raise click.UsageError("give --request FILE, or --question, --option (2+) and --state")
         payload = {
-            "decision_id": decision_id, "question": question,
+            "decision_id": decision_id,
+            "question": question,
             "state": sys.stdin.read() if state == "-" else state,
             "options": [_parse_option(o) for o in options],
             "scoring": {"normalization": normalization, "return_prompt": return_prompt},
@@ -91,8 +120,13 @@ def model() -> None:
 
 
 @model.command("info")
-@click.option("--model", "model_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="GGUF file (default: SCORER_MODEL_PATH, else the embedded default).")
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="GGUF file (default: SCORER_MODEL_PATH, else the embedded default).",
+)
 def info(model_path: Path | None) -> None:
     """Load the model and print its pinned identity as JSON.
 

@@ -48,18 +48,28 @@ def score_branches(rt: LlamaRuntime, segs: Sequence[Segmented]) -> tuple[list[Fl
     ends: list[int] = []
     for j, seg in enumerate(segs, start=1):
         rt.seq_cp(0, j)
-        batch.extend(Token(t, static_len + k, (j,), k == len(seg.prefix) - static_len - 1)
-                     for k, t in enumerate(seg.prefix[static_len:]))
+        batch.extend(
+            Token(t, static_len + k, (j,), k == len(seg.prefix) - static_len - 1)
+            for k, t in enumerate(seg.prefix[static_len:])
+        )
         ends.append(len(batch) - 1)
     rt.decode(batch)
     computed = len(batch)
-    logits = [rt.log_softmax_at(end, [o[0] for o in seg.options]).copy() for end, seg in zip(ends, segs, strict=True)]
+    logits = [
+        rt.log_softmax_at(end, [o[0] for o in seg.options]).copy()
+        for end, seg in zip(ends, segs, strict=True)
+    ]
     branches = [(j, i) for j, seg in enumerate(segs) for i, o in enumerate(seg.options) if len(o) > 1]
     free_seqs = rt.config.n_seq_max - len(segs) - 1
     step = rt.config.n_batch
     while branches:
-        group, used = [], 0
-        while branches and len(group) < free_seqs and used + len(segs[branches[0][0]].options[branches[0][1]]) - 1 <= step:
+        group: list[tuple[int, int]] = []
+        used = 0
+        while (
+            branches
+            and len(group) < free_seqs
+            and used + len(segs[branches[0][0]].options[branches[0][1]]) - 1 <= step
+        ):
             j, i = branches.pop(0)
             group.append((j, i))
             used += len(segs[j].options[i]) - 1
@@ -69,8 +79,13 @@ def score_branches(rt: LlamaRuntime, segs: Sequence[Segmented]) -> tuple[list[Fl
     return logits, computed
 
 
-def _decode_group(rt: LlamaRuntime, segs: Sequence[Segmented], group: list[tuple[int, int]],
-                  logits: list[FloatArray], first_seq: int) -> int:
+def _decode_group(
+    rt: LlamaRuntime,
+    segs: Sequence[Segmented],
+    group: list[tuple[int, int]],
+    logits: list[FloatArray],
+    first_seq: int,
+) -> int:
     batch: list[Token] = []
     for slot, (j, i) in enumerate(group, start=first_seq):
         rt.seq_cp(j + 1, slot)

@@ -27,8 +27,13 @@ TICKETS = [
 
 
 @click.command("demo")
-@click.option("--normalization", type=click.Choice(["none", "per_token", "per_char", "pmi"]), default="pmi",
-              show_default=True, help="Normalization used for the proposals.")
+@click.option(
+    "--normalization",
+    type=click.Choice(["none", "per_token", "per_char", "pmi"]),
+    default="pmi",
+    show_default=True,
+    help="Normalization used for the proposals.",
+)
 def demo(normalization: str) -> None:
     """Score sample support tickets with the embedded model and print the proposals.
 
@@ -44,23 +49,36 @@ def demo(normalization: str) -> None:
     started = time.perf_counter()
     engine = Engine.from_settings(ScorerSettings())
     ident = engine.identity
-    click.echo(f"  {ident.name} {ident.quantization} sha256 {ident.sha256[:12]}... "
-               f"on {ident.device}, {ident.n_threads} threads, loaded in {time.perf_counter() - started:.1f}s")
+    click.echo(
+        f"  {ident.name} {ident.quantization} sha256 {ident.sha256[:12]}... "
+        f"on {ident.device}, {ident.n_threads} threads, loaded in {time.perf_counter() - started:.1f}s"
+    )
     click.echo(f"\n{QUESTION}  (normalization: {normalization})\n")
     header = f"{'ticket':<6} {'proposal':<10} {'p':>5} {'cached':>6} {'ms':>6}  state"
     click.echo(header)
     click.echo("-" * len(header))
     try:
         for decision_id, text in TICKETS:
-            request = parse_request({
-                "decision_id": decision_id, "decision_type": "support_routing", "state": text,
-                "question": QUESTION, "options": OPTIONS, "scoring": {"normalization": normalization}})
+            request = parse_request(
+                {
+                    "decision_id": decision_id,
+                    "decision_type": "support_routing",
+                    "state": text,
+                    "question": QUESTION,
+                    "options": OPTIONS,
+                    "scoring": {"normalization": normalization},
+                }
+            )
             response = engine.score(request)
             best = max(response["options"], key=lambda o: o["probability"])
-            click.echo(f"{decision_id:<6} {best['id']:<10} {best['probability']:>5.2f} "
-                       f"{response['prompt']['cached_tokens']:>6} {response['timing_ms']['score']:>6.0f}  "
-                       f"{text[:60]}")
+            click.echo(
+                f"{decision_id:<6} {best['id']:<10} {best['probability']:>5.2f} "
+                f"{response['prompt']['cached_tokens']:>6} {response['timing_ms']['score']:>6.0f}  "
+                f"{text[:60]}"
+            )
     finally:
         engine.close()
-    click.echo("\nEvery response also carries each option's probability and logit, the prompt identity and "
-               "the pinned model identity: try `semif-shadow score --help`.")
+    click.echo(
+        "\nEvery response also carries each option's probability and logit, the prompt identity and "
+        "the pinned model identity: try `semif-shadow score --help`."
+    )

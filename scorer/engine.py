@@ -75,8 +75,11 @@ class Engine:
         self.prefix_cache = settings.prefix_cache
         self.segmentation = "static|suffix|" + ("options-batched" if self.batch_options else "options-single")
         self.identity: ModelIdentity = describe(
-            rt, segmentation=self.segmentation,
-            image_digest=settings.image_digest, instance_type=settings.instance_type)
+            rt,
+            segmentation=self.segmentation,
+            image_digest=settings.image_digest,
+            instance_type=settings.instance_type,
+        )
         self.stats = EngineStats()
         self._cached_static: tuple[int, ...] | None = None
         self._content_free: dict[tuple[str, ...], FloatArray] = {}
@@ -85,11 +88,17 @@ class Engine:
     @classmethod
     def from_settings(cls, settings: ScorerSettings) -> Engine:
         """Resolve the model file, load it and build an engine."""
-        rt = LlamaRuntime(RuntimeConfig(
-            model_path=resolve_model_path(settings.model_path),
-            n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.n_threads,
-            n_gpu_layers=settings.n_gpu_layers, flash_attn=settings.flash_attn,
-            n_seq_max=min(256, settings.n_batch)))
+        rt = LlamaRuntime(
+            RuntimeConfig(
+                model_path=resolve_model_path(settings.model_path),
+                n_ctx=settings.n_ctx,
+                n_batch=settings.n_batch,
+                n_threads=settings.n_threads,
+                n_gpu_layers=settings.n_gpu_layers,
+                flash_attn=settings.flash_attn,
+                n_seq_max=min(256, settings.n_batch),
+            )
+        )
         return cls(rt, settings)
 
     def close(self) -> None:
@@ -127,8 +136,9 @@ class Engine:
         elapsed = (time.perf_counter() - started) * 1000
         return self._response(request, prepared, scored, probs, {"queue": queue_ms, "score": elapsed})
 
-    def score_many(self, requests: Sequence[ScoreRequest], *,
-                   queue_ms: Sequence[float] | None = None) -> list[dict[str, Any]]:
+    def score_many(
+        self, requests: Sequence[ScoreRequest], *, queue_ms: Sequence[float] | None = None
+    ) -> list[dict[str, Any]]:
         """Cross-request batching (opt-in): decisions with one static prefix scored in shared calls.
 
         All suffixes go in one decode and all options' branches in the next, so the scores move within
@@ -137,11 +147,17 @@ class Engine:
         """
         started = time.perf_counter()
         with self._lock:
-            prepared = [self.prepare(r.question, [o.text for o in r.options], r.state_text()) for r in requests]
+            prepared = [
+                self.prepare(r.question, [o.text for o in r.options], r.state_text()) for r in requests
+            ]
             segs = [p.seg for p in prepared]
             crossbatch.check_fits(self.rt, segs)
-            baselines = [self._content_free_logits(r.question, [o.text for o in r.options])
-                         if r.scoring.normalization == "pmi" else None for r in requests]
+            baselines = [
+                self._content_free_logits(r.question, [o.text for o in r.options])
+                if r.scoring.normalization == "pmi"
+                else None
+                for r in requests
+            ]
             cached = self._load_static(segs[0])
             all_logits, computed = crossbatch.score_branches(self.rt, segs)
             self.stats.tokens_computed += computed
@@ -150,12 +166,23 @@ class Engine:
         elapsed = (time.perf_counter() - started) * 1000
         waits = list(queue_ms) if queue_ms is not None else [0.0] * len(requests)
         out = []
-        for request, prep, logits, baseline, wait in zip(requests, prepared, all_logits, baselines, waits,
-                                                          strict=True):
+        for request, prep, logits, baseline, wait in zip(
+            requests, prepared, all_logits, baselines, waits, strict=True
+        ):
             texts = [o.text for o in request.options]
-            probs = softmax(normalize(logits, request.scoring.normalization, prep.seg.options, texts, baseline))
-            out.append(self._response(request, prep, Scored(logits, cached), probs,
-                                      {"queue": wait, "score": elapsed}, batched=len(requests)))
+            probs = softmax(
+                normalize(logits, request.scoring.normalization, prep.seg.options, texts, baseline)
+            )
+            out.append(
+                self._response(
+                    request,
+                    prep,
+                    Scored(logits, cached),
+                    probs,
+                    {"queue": wait, "score": elapsed},
+                    batched=len(requests),
+                )
+            )
         return out
 
     def prepare(self, question: str, option_texts: Sequence[str], state: str) -> Prepared:
@@ -163,15 +190,19 @@ class Engine:
         seg = segment(prompt.render(question, option_texts, state), option_texts, self.rt.tokenize)
         for i, option in enumerate(seg.options):
             if len(option) > self.rt.config.n_batch:
-                raise PromptTooLong(f"option has {len(option)} tokens; at most n_batch="
-                                    f"{self.rt.config.n_batch} are scored", field=f"options[{i}].text")
+                raise PromptTooLong(
+                    f"option has {len(option)} tokens; at most n_batch={self.rt.config.n_batch} are scored",
+                    field=f"options[{i}].text",
+                )
         if seg.kv_cells_needed() <= self.rt.n_ctx:
             return Prepared(seg, 0)
         bare = segment(prompt.render(question, option_texts, ""), option_texts, self.rt.tokenize)
         if bare.kv_cells_needed() > self.rt.n_ctx:
             raise PromptTooLong(
                 f"question and options need {bare.kv_cells_needed()} tokens; the context holds "
-                f"{self.rt.n_ctx}", field="options")
+                f"{self.rt.n_ctx}",
+                field="options",
+            )
         state_tokens = self.rt.tokenize(state, add_special=False)
         keep = len(state_tokens) - (seg.kv_cells_needed() - self.rt.n_ctx)
         while True:
@@ -203,7 +234,7 @@ class Engine:
     def _load_prefix(self, seg: Segmented) -> int:
         """Make seq 0 hold the whole shared prefix with the suffix's last logits; return cached count."""
         cached = self._load_static(seg)
-        self._decode_run(seg.prefix[seg.static_len:], seg.static_len, logits_last=True)
+        self._decode_run(seg.prefix[seg.static_len :], seg.static_len, logits_last=True)
         self.stats.tokens_computed += len(seg.prefix) - seg.static_len
         return cached
 
@@ -221,11 +252,14 @@ class Engine:
         """Decode a segment on the prefix sequence, in chunks of n_batch (a canonical split)."""
         step = self.rt.config.n_batch
         for lo in range(0, len(tokens), step):
-            chunk = tokens[lo: lo + step]
+            chunk = tokens[lo : lo + step]
             last = lo + len(chunk) == len(tokens)
-            self.rt.decode([
-                Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
-                for k, tok in enumerate(chunk)])
+            self.rt.decode(
+                [
+                    Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
+                    for k, tok in enumerate(chunk)
+                ]
+            )
 
     def _groups(self, seg: Segmented, multi: list[int]) -> list[list[int]]:
         """Pack multi-token options (request order) into decode calls bounded by batch, seqs and cells."""
@@ -252,14 +286,18 @@ class Engine:
         batch: list[Token] = []
         for slot, i in enumerate(group, start=1):
             self.rt.seq_cp(PREFIX_SEQ, slot)
-            batch.extend(Token(tok, base + k, (slot,), logits=True) for k, tok in enumerate(seg.options[i][:-1]))
+            batch.extend(
+                Token(tok, base + k, (slot,), logits=True) for k, tok in enumerate(seg.options[i][:-1])
+            )
         self.rt.decode(batch)
         self.stats.tokens_computed += len(batch)
         tails: list[float] = []
         index = 0
         for i in group:
             option = seg.options[i]
-            rows = [float(self.rt.log_softmax_at(index + k, [option[k + 1]])[0]) for k in range(len(option) - 1)]
+            rows = [
+                float(self.rt.log_softmax_at(index + k, [option[k + 1]])[0]) for k in range(len(option) - 1)
+            ]
             tails.append(float(np.sum(rows)))
             index += len(option) - 1
         for slot in range(1, len(group) + 1):
@@ -285,20 +323,34 @@ class Engine:
             self._content_free[key] = self.score_prepared(self.prepare(question, texts, "")).logits
         return self._content_free[key]
 
-    def _response(self, request: ScoreRequest, prepared: Prepared, scored: Scored,  # noqa: PLR0913
-                  probs: FloatArray, timing: dict[str, float], batched: int = 1) -> dict[str, Any]:
+    def _response(  # noqa: PLR0913, PLR0917  (assembles the response from every phase's result)
+        self,
+        request: ScoreRequest,
+        prepared: Prepared,
+        scored: Scored,
+        probs: FloatArray,
+        timing: dict[str, float],
+        batched: int = 1,
+    ) -> dict[str, Any]:
         seg = prepared.seg
         options: list[dict[str, Any]] = []
         for i, option in enumerate(request.options):
-            entry: dict[str, Any] = {"id": option.id, "probability": float(probs[i]),
-                                     "logit": float(scored.logits[i]), "tokens": len(seg.options[i])}
+            entry: dict[str, Any] = {
+                "id": option.id,
+                "probability": float(probs[i]),
+                "logit": float(scored.logits[i]),
+                "tokens": len(seg.options[i]),
+            }
             if request.scoring.return_prompt:
                 entry["token_ids"] = list(seg.options[i])
             options.append(entry)
         prompt_meta: dict[str, Any] = {
-            "builder": prompt.BUILDER_NAME, "template_sha256": prompt.TEMPLATE_SHA256,
-            "prompt_tokens": len(seg.prefix), "cached_tokens": scored.cached_tokens,
-            "segments": seg.segments, "truncated": prepared.state_tokens_dropped > 0,
+            "builder": prompt.BUILDER_NAME,
+            "template_sha256": prompt.TEMPLATE_SHA256,
+            "prompt_tokens": len(seg.prefix),
+            "cached_tokens": scored.cached_tokens,
+            "segments": seg.segments,
+            "truncated": prepared.state_tokens_dropped > 0,
             "state_tokens_dropped": prepared.state_tokens_dropped,
         }
         if request.scoring.return_prompt:
@@ -306,13 +358,23 @@ class Engine:
         model = self.identity.to_json()
         if batched > 1:
             model["segmentation"] = f"static|suffix|options-batched|cross-request:{batched}"
-        return {"semif_version": SEMIF_VERSION, "decision_id": request.decision_id, "options": options,
-                "prompt": prompt_meta, "model": model,
-                "timing_ms": {k: round(v, 3) for k, v in timing.items()}}
+        return {
+            "semif_version": SEMIF_VERSION,
+            "decision_id": request.decision_id,
+            "options": options,
+            "prompt": prompt_meta,
+            "model": model,
+            "timing_ms": {k: round(v, 3) for k, v in timing.items()},
+        }
 
 
-def normalize(logits: FloatArray, how: str, option_tokens: Sequence[Sequence[int]],
-              texts: Sequence[str], content_free: FloatArray | None) -> FloatArray:
+def normalize(
+    logits: FloatArray,
+    how: str,
+    option_tokens: Sequence[Sequence[int]],
+    texts: Sequence[str],
+    content_free: FloatArray | None,
+) -> FloatArray:
     """Apply a SemIf normalization to raw option log-likelihoods."""
     if how == "per_token":
         return logits / np.array([len(t) for t in option_tokens], dtype=np.float64)
@@ -326,5 +388,5 @@ def normalize(logits: FloatArray, how: str, option_tokens: Sequence[Sequence[int
 
 def softmax(scores: FloatArray) -> FloatArray:
     """Probabilities over the declared options (float64, max-shifted)."""
-    shifted = np.exp(scores - scores.max())
-    return shifted / shifted.sum()
+    shifted: FloatArray = np.exp(scores - scores.max())
+    return shifted / float(shifted.sum())

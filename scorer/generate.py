@@ -29,17 +29,24 @@ class Generation:
     finish_reason: str  # "stop" or "length"
 
 
-def generate(engine: Engine, messages: Sequence[tuple[str, str]], max_tokens: int,
-             on_text: Callable[[str], None] | None = None) -> Generation:
+def generate(
+    engine: Engine,
+    messages: Sequence[tuple[str, str]],
+    max_tokens: int,
+    on_text: Callable[[str], None] | None = None,
+) -> Generation:
     """Greedy-decode a reply to ``messages``; ``on_text`` receives each new piece of text."""
     with engine.exclusive() as rt:
         prompt = rt.tokenize(rt.chat_prompt(messages), add_special=True, parse_special=True)
         if len(prompt) + max_tokens > rt.n_ctx:
-            raise PromptTooLong(f"messages ({len(prompt)} tokens) + max_tokens ({max_tokens}) exceed "
-                                f"the context ({rt.n_ctx})", field="messages")
+            raise PromptTooLong(
+                f"messages ({len(prompt)} tokens) + max_tokens ({max_tokens}) exceed "
+                f"the context ({rt.n_ctx})",
+                field="messages",
+            )
         step = rt.config.n_batch
         for lo in range(0, len(prompt), step):
-            chunk = prompt[lo: lo + step]
+            chunk = prompt[lo : lo + step]
             rt.decode([Token(t, lo + k, (0,), lo + k == len(prompt) - 1) for k, t in enumerate(chunk)])
         pending, parts, finish, produced = b"", [], "length", 0
         while produced < max_tokens:

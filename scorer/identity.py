@@ -23,11 +23,39 @@ HASH_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "s
 
 # llama.cpp's `enum llama_ftype` (general.file_type in the GGUF) -> the usual quantization name.
 FILE_TYPES = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
-    17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
-    23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
-    30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+    38: "MXFP4_MOE",
 }
 
 
@@ -93,8 +121,9 @@ def _write_cache(cache_file: Path, cache: dict[str, str]) -> None:
         pass  # a read-only home only costs a re-hash next time
 
 
-def describe(rt: LlamaRuntime, *, segmentation: str, image_digest: str | None = None,
-             instance_type: str | None = None) -> ModelIdentity:
+def describe(
+    rt: LlamaRuntime, *, segmentation: str, image_digest: str | None = None, instance_type: str | None = None
+) -> ModelIdentity:
     """Build the identity of the model loaded in ``rt``."""
     cfg = rt.config
     file_type = rt.meta("general.file_type")

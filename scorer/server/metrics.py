@@ -13,19 +13,32 @@ class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("semif_requests_total", "Requests answered, by route and status",
-                                ["route", "status"], registry=r)
+        self.requests = Counter(
+            "semif_requests_total", "Requests answered, by route and status", ["route", "status"], registry=r
+        )
         self.queue_depth = Gauge("semif_queue_depth", "Requests waiting for the model", registry=r)
-        self.queue_wait = Histogram("semif_queue_wait_seconds", "Time from arrival to the model",
-                                    buckets=LATENCY_BUCKETS, registry=r)
-        self.score_time = Histogram("semif_score_seconds", "Time the model spent on one request",
-                                    ["kind"], buckets=LATENCY_BUCKETS, registry=r)
+        self.queue_wait = Histogram(
+            "semif_queue_wait_seconds", "Time from arrival to the model", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.score_time = Histogram(
+            "semif_score_seconds",
+            "Time the model spent on one request",
+            ["kind"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.overloaded = Counter("semif_overloaded_total", "503 overloaded answers (queue full)", registry=r)
-        self.tokens_computed = Counter("semif_tokens_computed_total", "Prompt and option tokens decoded",
-                                       registry=r)
-        self.tokens_cached = Counter("semif_tokens_cached_total", "Prompt tokens reused from the prefix cache",
-                                     registry=r)
-        self.batch_size = Histogram("semif_batch_decisions", "Decisions scored per model call",
-                                    buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)
+        self.tokens_computed = Counter(
+            "semif_tokens_computed_total", "Prompt and option tokens decoded", registry=r
+        )
+        self.tokens_cached = Counter(
+            "semif_tokens_cached_total", "Prompt tokens reused from the prefix cache", registry=r
+        )
+        self.batch_size = Histogram(
+            "semif_batch_decisions",
+            "Decisions scored per model call",
+            buckets=(1, 2, 4, 8, 16, 32, 64),
+            registry=r,
+        )
         self.model_load = Gauge("semif_model_load_seconds", "Time to load the model", registry=r)
         self.ready = Gauge("semif_ready", "1 once the model is loaded", registry=r)

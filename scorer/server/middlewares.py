@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("scorer.server")
 
-HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type"}
+HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
 
 
 def error_body(status: int, code: str, message: str, field: str | None) -> web.Response:

@@ -36,7 +36,7 @@ async def invoke_endpoint(request: web.Request) -> web.StreamResponse:
         inner = await invocations(request)
     except web.HTTPException as exc:  # rendered by the middleware for /invocations; mapped here
         return _model_error(exc.status, json.dumps({"error": {"message": exc.reason}}))
-    except Exception as exc:  # noqa: BLE001  (SemIf errors: mapped like the container's answers)
+    except Exception as exc:
         from scorer.errors import SemIfError  # noqa: PLC0415
 
         if not isinstance(exc, SemIfError):
@@ -51,11 +51,19 @@ async def invoke_endpoint(request: web.Request) -> web.StreamResponse:
 
 
 def _model_error(status: int, original: str) -> web.Response:
-    message = f"Received client error ({status}) from primary with message \"{original}\"."
+    message = f'Received client error ({status}) from primary with message "{original}".'
     response = web.json_response(
-        {"ErrorCode": "CLIENT_ERROR_FROM_MODEL", "OriginalStatusCode": status, "OriginalMessage": original,
-         "message": message}, status=424)
-    response.headers["x-amzn-ErrorType"] = "ModelError:http://internal.amazon.com/coral/com.amazonaws.sagemaker/"
+        {
+            "ErrorCode": "CLIENT_ERROR_FROM_MODEL",
+            "OriginalStatusCode": status,
+            "OriginalMessage": original,
+            "message": message,
+        },
+        status=424,
+    )
+    response.headers["x-amzn-ErrorType"] = (
+        "ModelError:http://internal.amazon.com/coral/com.amazonaws.sagemaker/"
+    )
     return response
 
 

@@ -45,8 +45,12 @@ class Job:
 class ScoringService:
     """Owns the engine, the bounded queue and the worker; lives in the app's cleanup context."""
 
-    def __init__(self, settings: ScorerSettings, metrics: ServerMetrics,
-                 engine_factory: Callable[[ScorerSettings], Engine] = Engine.from_settings) -> None:
+    def __init__(
+        self,
+        settings: ScorerSettings,
+        metrics: ServerMetrics,
+        engine_factory: Callable[[ScorerSettings], Engine] = Engine.from_settings,
+    ) -> None:
         self.settings = settings
         self.metrics = metrics
         self.engine: Engine | None = None
@@ -90,8 +94,8 @@ class ScoringService:
         """Stop taking work; let queued jobs finish within ``grace_s``; fail the rest with 503."""
         self.draining = True
         deadline = time.monotonic() + grace_s
-        while (self._busy or not self._queue.empty()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        while (self._busy or not self._queue.empty()) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)  # polled: the worker and the queue are both sources of "done"
         while not self._queue.empty():
             job = self._queue.get_nowait()
             if not job.future.done():
@@ -117,8 +121,11 @@ class ScoringService:
         if self.draining:
             raise NotReady("server is shutting down")
         if self.engine is None:
-            raise NotReady("model is still loading" if self.load_error is None
-                           else f"model failed to load: {self.load_error}")
+            raise NotReady(
+                "model is still loading"
+                if self.load_error is None
+                else f"model failed to load: {self.load_error}"
+            )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         try:
             self._queue.put_nowait(Job(kind, payload, future))

@@ -43,8 +43,9 @@ async def dispatch(request: web.Request, payload: dict[str, Any]) -> web.StreamR
 async def read_json(request: web.Request) -> dict[str, Any]:
     """The body as a JSON object: 415 on another content type, 413 over the cap, 400 on bad JSON."""
     if request.content_type != "application/json":
-        raise web.HTTPUnsupportedMediaType(reason=f"Content-Type must be application/json, not "
-                                           f"{request.content_type or 'none'}")
+        raise web.HTTPUnsupportedMediaType(
+            reason=f"Content-Type must be application/json, not {request.content_type or 'none'}"
+        )
     body = await request.read()  # client_max_size caps it (413)
     try:
         payload = json.loads(body)

@@ -40,7 +40,11 @@ INVALID = [
     ("one option", _with(options=["a"]), "options"),
     ("empty options", _with(options=[]), "options"),
     ("257 options", _with(options=[f"o{i}" for i in range(257)]), "options"),
-    ("duplicate ids", _with(options=["a", {"id": "b", "text": "B"}, {"id": "a", "text": "A2"}]), "options[2].id"),
+    (
+        "duplicate ids",
+        _with(options=["a", {"id": "b", "text": "B"}, {"id": "a", "text": "A2"}]),
+        "options[2].id",
+    ),
     ("empty id", _with(options=["a", {"id": "", "text": "B"}]), "options[1].id"),
     ("empty text", _with(options=["a", {"id": "b", "text": ""}]), "options[1].text"),
     ("option not object", _with(options=["a", 3]), "options[1]"),

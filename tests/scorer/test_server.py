@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from tests.typing import ClientFactory
 
 DECISION: dict[str, Any] = {
-    "decision_id": "d-1", "decision_type": "support", "state": "I was charged twice this month.",
+    "decision_id": "d-1",
+    "decision_type": "support",
+    "state": "I was charged twice this month.",
     "question": "Which team should handle this ticket?",
     "options": [{"id": "billing", "text": "Billing"}, {"id": "tech", "text": "Technical support"}],
 }
@@ -30,7 +32,9 @@ DECISION: dict[str, Any] = {
 
 def settings_for(model_path: Path, **overrides: Any) -> ScorerSettings:
     """Server settings over the real model, sized for tests."""
-    return ScorerSettings.model_validate({"model_path": model_path, "n_threads": 2, "n_ctx": 1024, **overrides})
+    return ScorerSettings.model_validate(
+        {"model_path": model_path, "n_threads": 2, "n_ctx": 1024, **overrides}
+    )
 
 
 async def ready(client: TestClient) -> None:
@@ -84,8 +88,10 @@ async def test_semif_request_is_scored(client: TestClient) -> None:
 
 async def test_chat_body_is_answered_like_the_standard_container(client: TestClient) -> None:
     """A messages body gets choices[0].message.content, honouring max_tokens."""
-    response = await client.post("/invocations", json={
-        "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0})
+    response = await client.post(
+        "/invocations",
+        json={"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0},
+    )
     assert response.status == 200
     body = await response.json()
     assert isinstance(body["choices"][0]["message"]["content"], str)
@@ -108,8 +114,9 @@ async def test_chat_stream_is_server_sent_events(client: TestClient) -> None:
     assert chunks[-1]["choices"][0]["finish_reason"] == plain["choices"][0]["finish_reason"]
 
 
-async def test_burst_beyond_the_queue_gets_503_with_retry_after(model_path: Path,
-                                                               aiohttp_client: ClientFactory) -> None:
+async def test_burst_beyond_the_queue_gets_503_with_retry_after(
+    model_path: Path, aiohttp_client: ClientFactory
+) -> None:
     """More concurrent requests than the queue holds: some 503 overloaded at once, none 500, all answered."""
     c = await aiohttp_client(init_app(settings_for(model_path, queue_size=2)))
     await ready(c)
@@ -135,24 +142,49 @@ BAD_BODIES = [
     ("malformed JSON", b"{not json", "application/json", 400, "body"),
     ("JSON array", b"[1]", "application/json", 400, "body"),
     ("empty options", json.dumps({**DECISION, "options": []}).encode(), "application/json", 400, "options"),
-    ("257 options", json.dumps({**DECISION, "options": [f"o{i}" for i in range(257)]}).encode(),
-     "application/json", 400, "options"),
-    ("duplicate ids", json.dumps({**DECISION, "options": ["a", "b", "a"]}).encode(), "application/json", 400,
-     "options[2].id"),
+    (
+        "257 options",
+        json.dumps({**DECISION, "options": [f"o{i}" for i in range(257)]}).encode(),
+        "application/json",
+        400,
+        "options",
+    ),
+    (
+        "duplicate ids",
+        json.dumps({**DECISION, "options": ["a", "b", "a"]}).encode(),
+        "application/json",
+        400,
+        "options[2].id",
+    ),
     ("unknown field", json.dumps({**DECISION, "top_k": 3}).encode(), "application/json", 400, "top_k"),
-    ("bad chat role", json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "application/json",
-     400, "messages[0].role"),
+    (
+        "bad chat role",
+        json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(),
+        "application/json",
+        400,
+        "messages[0].role",
+    ),
     ("wrong content type", json.dumps(DECISION).encode(), "text/plain", 415, "Content-Type"),
-    ("oversized body", json.dumps({**DECISION, "state": "x" * 2_000_000}).encode(), "application/json", 413, "body"),
+    (
+        "oversized body",
+        json.dumps({**DECISION, "state": "x" * 2_000_000}).encode(),
+        "application/json",
+        413,
+        "body",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "body", "content_type", "status", "field"), BAD_BODIES,
-                         ids=[b[0] for b in BAD_BODIES])
-async def test_bad_requests_are_4xx_naming_the_field(client: TestClient, case: str, body: bytes,
-                                                     content_type: str, status: int, field: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "body", "content_type", "status", "field"), BAD_BODIES, ids=[b[0] for b in BAD_BODIES]
+)
+async def test_bad_requests_are_4xx_naming_the_field(
+    client: TestClient, case: str, body: bytes, content_type: str, status: int, field: str
+) -> None:
     """Each bad body is a 4xx JSON error with the offending field; the server keeps serving."""
-    response = await client.post("/invocations", data=io.BytesIO(body), headers={"Content-Type": content_type})
+    response = await client.post(
+        "/invocations", data=io.BytesIO(body), headers={"Content-Type": content_type}
+    )
     assert response.status == status, case
     error = (await response.json())["error"]
     assert error["field"] == field
@@ -163,11 +195,16 @@ async def test_prompt_too_long_is_a_400(model_path: Path, aiohttp_client: Client
     """Options that alone overflow the context are a 400 prompt_too_long naming options."""
     c = await aiohttp_client(init_app(settings_for(model_path, n_ctx=256)))
     await ready(c)
-    options = [{"id": f"o{i}", "text": f"option number {i} with a rather long description"} for i in range(40)]
+    options = [
+        {"id": f"o{i}", "text": f"option number {i} with a rather long description"} for i in range(40)
+    ]
     response = await c.post("/invocations", json={**DECISION, "options": options})
     assert response.status == 400
     assert (await response.json())["error"] == {
-        "code": "prompt_too_long", "message": (await response.json())["error"]["message"], "field": "options"}
+        "code": "prompt_too_long",
+        "message": (await response.json())["error"]["message"],
+        "field": "options",
+    }
 
 
 async def test_metrics_expose_requests_queue_and_tokens(client: TestClient) -> None:
