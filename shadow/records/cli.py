@@ -39,7 +39,7 @@ def records() -> None:
       semif-shadow records stats --root s3://bucket/shadow
       semif-shadow records compact --root ./records --min-age 600
       semif-shadow records recover --spool-dir /var/spool/shadow --root ./records
-    """  # noqa: D301  (click needs a real \b backspace to keep example lines)
+    """
 
 
 @records.command("compact")
@@ -63,7 +63,7 @@ def compact(root: str | None, partition: str | None, min_age: float, grace: floa
     \b
     Example:
       semif-shadow records compact --root ./records --min-age 0 --grace 0
-    """  # noqa: D301  (click needs a real \b backspace to keep example lines)
+    """
     from shadow.records.compact import CompactPolicy, compact_root  # noqa: PLC0415
     from shadow.records.errors import RecordsError  # noqa: PLC0415
     from shadow.records.layout import filesystem  # noqa: PLC0415
@@ -93,7 +93,7 @@ def recover(spool_dir: str | None, root: str | None, writer_id: str | None) -> N
     \b
     Example:
       semif-shadow records recover --spool-dir /var/spool/shadow --root s3://bucket/shadow
-    """  # noqa: D301  (click needs a real \b backspace to keep example lines)
+    """
     import asyncio  # noqa: PLC0415
 
     from shadow.records.errors import RecordsError  # noqa: PLC0415
@@ -122,7 +122,7 @@ def stats(root: str | None, spool_dir: str | None) -> None:
     \b
     Example:
       semif-shadow records stats --root ./records --spool-dir ./spool
-    """  # noqa: D301  (click needs a real \b backspace to keep example lines)
+    """
     from shadow.records.inspect import root_stats, spool_stats  # noqa: PLC0415
 
     settings = _settings({"root": root, "spool_dir": spool_dir})

@@ -24,11 +24,11 @@ class RecordsError(Exception):
     """Base of every error the record store raises on purpose."""
 
 
-class StoreClosed(RecordsError):  # noqa: N818  (a condition, like SinkFull)
+class StoreClosed(RecordsError):
     """The store is not running (not started yet, or closed)."""
 
 
-class InvalidRow(RecordsError):  # noqa: N818  (names what is wrong, like httpx)
+class InvalidRow(RecordsError):
     """A row the records-v1 schema cannot hold."""
 
     def __init__(self, message: str, field: str | None = None) -> None:
@@ -36,7 +36,7 @@ class InvalidRow(RecordsError):  # noqa: N818  (names what is wrong, like httpx)
         self.field = field
 
 
-class UploadFailed(RecordsError):  # noqa: N818  (a condition, retried)
+class UploadFailed(RecordsError):
     """S3 refused an upload or could not be reached."""
 
 

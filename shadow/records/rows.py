@@ -107,6 +107,21 @@ def normalize(dataset: str, row: dict[str, Any], writer_id: str) -> dict[str, An
     return out
 
 
+def accepted_mark(decision_id: str, decision_type: str, received_at_us: int,
+                  option_ids: list[str]) -> dict[str, Any]:
+    """The journal's note of an accepted decision: what a ``lost`` row would need, validated."""
+    mark = {"decision_id": decision_id, "decision_type": decision_type, "received_at": received_at_us,
+            "option_ids": option_ids}
+    checks = _CHECKS["proposals"]
+    for key, value in mark.items():
+        _check(checks, key, value)
+        if value == "":
+            raise InvalidRow(f"{key} is required", key)
+    mark["received_at"] = to_micros(received_at_us, "received_at")
+    mark["option_ids"] = list(option_ids)
+    return mark
+
+
 def lost_row(accepted: dict[str, Any], reason: str, writer_id: str,
              config_sha256: str | None) -> dict[str, Any]:
     """The proposals row of an accepted decision whose proposal never arrived."""

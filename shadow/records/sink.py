@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
-class SinkFull(Exception):  # noqa: N818  (a condition, not a bug)
+class SinkFull(Exception):
     """The store's local disk bound is reached; new decisions must be dropped (``disk_full``)."""
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 
 from shadow.records import rows as rowlib
-from shadow.records.errors import InvalidRow, RecordsError, SinkFull, StoreClosed, UploadFailed
+from shadow.records.errors import RecordsError, SinkFull, StoreClosed, UploadFailed
 from shadow.records.journal import Journal
 from shadow.records.parquet import publish_segment, remove_segment
 from shadow.records.recovery import recover
@@ -144,11 +144,7 @@ class RecordStore:
         if self.stats.local_bytes >= self.settings.max_local_bytes:
             self.stats.disk_full += 1
             raise SinkFull(f"record spool holds {self.stats.local_bytes} bytes")
-        if not decision_id or not decision_type:
-            raise InvalidRow("decision_id and decision_type are required", "decision_id")
-        accepted = {"decision_id": decision_id, "decision_type": decision_type,
-                    "received_at": rowlib.to_micros(received_at_us, "received_at"),
-                    "option_ids": list(option_ids)}
+        accepted = rowlib.accepted_mark(decision_id, decision_type, received_at_us, option_ids)
         frame = encode(ACCEPT, accepted)
         self._pending[decision_id] = accepted
         try:

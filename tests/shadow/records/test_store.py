@@ -245,3 +245,15 @@ def test_a_failed_commit_is_retried_for_proposals_and_reported_to_waiters(tmp_pa
     settings = RecordSettings(root=str(tmp_path / "root"), spool_dir=tmp_path / "spool", writer_id="w1")
     ids = open_dataset(settings, "proposals").to_table().column("decision_id").to_pylist()
     assert sorted(ids) == sorted(result["accepted"])
+
+
+async def test_accept_refuses_what_a_lost_row_could_not_hold(local_settings: RecordSettings) -> None:
+    """Accept validates its arguments, so recovery never meets a mark it cannot turn into a row."""
+    async with RecordStore(local_settings) as store:
+        for args, field in [(("", "route", BASE_US, OPTIONS), "decision_id"),
+                            (("d1", "route", BASE_US, ["a", 2]), "option_ids"),
+                            (("d1", "route", "yesterday", OPTIONS), "received_at")]:
+            with pytest.raises(InvalidRow) as info:
+                await store.accept(*args)  # type: ignore[arg-type]
+            assert info.value.field == field
+        assert store.stats.accepted == 0
