@@ -257,3 +257,14 @@ async def test_accept_refuses_what_a_lost_row_could_not_hold(local_settings: Rec
                 await store.accept(*args)  # type: ignore[arg-type]
             assert info.value.field == field
         assert store.stats.accepted == 0
+
+
+async def test_a_row_larger_than_a_parse_block_is_kept(local_settings: RecordSettings) -> None:
+    """A 3 MB stored state (beyond the 1 MiB JSON parse block) still becomes one intact row."""
+    big = "x" * 3_000_000
+    async with RecordStore(local_settings) as store:
+        await store.proposal(proposal_row("small"))
+        await store.proposal(proposal_row("big", state=big))
+    rows = {r["decision_id"]: r for r in open_dataset(local_settings, "proposals").to_table().to_pylist()}
+    assert rows["big"]["state"] == big
+    assert rows["small"]["state"] is None
