@@ -74,6 +74,8 @@ def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple
         )
         prob_row[rows] = np.arange(rows.size)
     props = table.drop_columns(["option_ids", "probabilities"]).to_pandas()
+    for column in ("decision_type", "status", "reason", "proposal", "backend", "device", "instance_type"):
+        props[column] = props[column].astype("category")
     props["prob_row"] = prob_row
     del table
     outs = (
@@ -88,16 +90,22 @@ def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple
     d = props.merge(outs[["decision_id", "outcome"]], on="decision_id", how="left")
     day = d.received_at.dt.tz_convert("UTC").dt.normalize()
     d["week"] = (day - pd.to_timedelta(day.dt.weekday, unit="D")).dt.date
-    d["model_key"] = d.model_name + "@" + d.model_sha256.str[:12] + "/" + d.quantization
+    d["model_key"] = (d.model_name + "@" + d.model_sha256.str[:12] + "/" + d.quantization).astype("category")
+    d = d.drop(columns=["model_sha256", "quantization"])
     d["scored"] = d.status == "scored"
     d["labelled"] = d.scored & d.outcome.notna()
     d["correct"] = d.proposal == d.outcome
     return d, matrices
 
 
-def scopes(lab: pd.DataFrame) -> pd.DataFrame:
-    """Labelled rows under their model key and again under '*'."""
-    return pd.concat([lab, lab.assign(model_key="*")], ignore_index=True)
+def scoped_groups(frame: pd.DataFrame) -> list[tuple[tuple[object, object, str], pd.DataFrame]]:
+    """(type, week, model key) groups, then (type, week) groups under '*' (no copy of the whole frame)."""
+    per_model = [
+        ((t, w, str(m)), g)
+        for (t, w, m), g in frame.groupby(["decision_type", "week", "model_key"], observed=True)
+    ]
+    everyone = [((t, w, "*"), g) for (t, w), g in frame.groupby(["decision_type", "week"], observed=True)]
+    return per_model + everyone
 
 
 def funnel(d: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -209,9 +217,12 @@ def psi(a: np.ndarray, e: np.ndarray) -> float:
 def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
     """Confidence PSI on reference deciles, proposal-mix PSI and the ECE alert, per type, week and model."""
     rows = []
-    both = pd.concat([scored, scored.assign(model_key="*")], ignore_index=True)
-    weeks = sorted(both.week.unique())
-    for (decision_type, model_key), grp in both.groupby(["decision_type", "model_key"]):
+    weeks = sorted(scored.week.unique())
+    per_model = [
+        ((t, str(m)), g) for (t, m), g in scored.groupby(["decision_type", "model_key"], observed=True)
+    ]
+    everyone = [((t, "*"), g) for t, g in scored.groupby("decision_type", observed=True)]
+    for (decision_type, model_key), grp in per_model + everyone:
         q = np.minimum(np.floor(grp.proposal_probability.to_numpy() * 1000), 999)
         week = grp.week.to_numpy()
         for i, w in enumerate(weeks[1:], start=1):
@@ -263,7 +274,10 @@ def latency_and_cost(scored: pd.DataFrame) -> pd.DataFrame:
         .max()
     )
     out["cost_usd"] = (
-        g.scorer_ms.sum() / 3.6e6 / 0.5 * out.index.get_level_values("instance_type").map(PRICES)
+        g.scorer_ms.sum()
+        / 3.6e6
+        / 0.5
+        * np.asarray(out.index.get_level_values("instance_type").astype(str).map(PRICES), dtype=float)
     )
     return out.reset_index()
 
@@ -272,24 +286,23 @@ def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
     """Every metric over every week under ``root`` (outcomes known at ``as_of``); write tables to ``out``."""
     d, matrices = load(root, as_of)
     f, reasons = funnel(d)
-    lab = scopes(d[d.labelled])
+    lab = d[d.labelled].copy()
     hashed = pd.util.hash_pandas_object(lab.decision_id, index=False).to_numpy()
     lab["block"] = (hashed % np.uint64(BLOCKS)).astype(np.int64)
-    groups = lab.groupby(["decision_type", "week", "model_key"])
-    calib = groups.apply(
-        lambda g: pd.Series(
-            agreement(g)
+    calib = pd.DataFrame(
+        [
+            {"decision_type": t, "week": w, "model_key": m}
+            | agreement(g)
             | equal_mass_ece(g.proposal_probability.to_numpy(), g.correct.to_numpy(float), g.block.to_numpy())
-            | proper_scores(g, *matrices[g.name[0]])
-            | thresholds(g, len(matrices[g.name[0]][0]))
-        ),
-        include_groups=False,
-    ).reset_index()
+            | proper_scores(g, *matrices[str(t)])
+            | thresholds(g, len(matrices[str(t)][0]))
+            for (t, w, m), g in scoped_groups(lab)
+        ]
+    )
     severe = lab[
-        (lab.model_key != "*")
-        & ~lab.correct
+        ~lab.correct
         & (lab.proposal_probability >= 0.8)
-        & (lab.decision_type + "/" + lab.proposal).isin(
+        & (lab.decision_type.astype(str) + "/" + lab.proposal.astype(str)).isin(
             [f"{t}/{o}" for t, opts in HIGH.items() for o in opts]
         )
     ]
