@@ -41,9 +41,9 @@ class Published:
         return sum(p.stat().st_size for p in self.files)
 
 
-def segment_payloads(read: SegmentRead) -> dict[str, list[bytes]]:
+def segment_payloads(read: SegmentRead) -> dict[str, list[memoryview]]:
     """The JSON payloads of a segment's proposals and outcomes rows, in order (accepts are not rows)."""
-    out: dict[str, list[bytes]] = {"proposals": [], "outcomes": []}
+    out: dict[str, list[memoryview]] = {"proposals": [], "outcomes": []}
     for kind, body in read.frames:
         if kind == PROPOSAL:
             out["proposals"].append(body)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -20,6 +20,9 @@ import pyarrow.json as pajson
 
 from shadow.records.errors import InvalidRow
 from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 DATASETS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
 TIME_COLUMN: Final = {"proposals": "received_at", "outcomes": "outcome_at"}
@@ -138,7 +141,7 @@ def _read_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.int64()) if pa.types.is_timestamp(f.type) else f for f in schema])
 
 
-def table_from_json(dataset: str, lines: list[bytes]) -> pa.Table:
+def table_from_json(dataset: str, lines: Sequence[bytes | memoryview]) -> pa.Table:
     """The rows of journal payloads (JSON objects from ``normalize``) as one table, in order.
 
     Arrow's C++ JSON reader with the explicit schema is about three times cheaper than decoding

@@ -40,7 +40,7 @@ def encode(kind: int, payload: object) -> bytes:
 class SegmentRead:
     """What a segment holds: its whole frames, and the torn tail a crash may have left."""
 
-    frames: list[tuple[int, bytes]]
+    frames: list[tuple[int, memoryview]]
     torn_bytes: int
 
     @property
@@ -50,19 +50,24 @@ class SegmentRead:
 
 
 def read_segment(path: Path) -> SegmentRead:
-    """Every whole frame of ``path`` in order; stops at the first short or corrupt frame."""
-    data = path.read_bytes()
-    frames: list[tuple[int, bytes]] = []
+    """Every whole frame of ``path`` in order; stops at the first short or corrupt frame.
+
+    Bodies are ``memoryview`` slices of the file's bytes (no copy per frame: this loop is the
+    roll-over's only per-record Python code).
+    """
+    data = memoryview(path.read_bytes())
+    frames: list[tuple[int, memoryview]] = []
+    append, unpack, crc32, size = frames.append, HEADER.unpack_from, zlib.crc32, HEADER.size
     pos, end = 0, len(data)
-    while pos + HEADER.size <= end:
-        magic, kind, length, crc = HEADER.unpack_from(data, pos)
-        body_at = pos + HEADER.size
+    while pos + size <= end:
+        magic, kind, length, crc = unpack(data, pos)
+        body_at = pos + size
         if magic != MAGIC or kind not in KINDS or body_at + length > end:
             break
         body = data[body_at:body_at + length]
-        if zlib.crc32(body, kind) != crc:
+        if crc32(body, kind) != crc:
             break
-        frames.append((kind, body))
+        append((kind, body))
         pos = body_at + length
     return SegmentRead(frames=frames, torn_bytes=end - pos)
 
