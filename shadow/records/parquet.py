@@ -22,6 +22,7 @@ from shadow.records.segments import OUTCOME, PROPOSAL, SegmentRead, fsync_dir, r
 
 if TYPE_CHECKING:
     from pathlib import Path
+from typing import BinaryIO
 
 COMPRESSION = "zstd"
 FORMAT_KEY = b"semif.records"
@@ -52,12 +53,22 @@ def segment_payloads(read: SegmentRead) -> dict[str, list[memoryview]]:
     return out
 
 
+def _create(path: Path) -> BinaryIO:
+    """Open ``path`` for writing, making its folder; again if the uploader pruned it meanwhile."""
+    for _ in range(3):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return path.open("wb")
+        except FileNotFoundError:  # the folder was removed as empty between mkdir and open
+            continue
+    return path.open("wb")
+
+
 def write_atomic(table: pa.Table, target: Path, metadata: dict[bytes, bytes] | None = None) -> None:
     """Write ``table`` to ``target`` so that no reader ever sees a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     schema_meta = {**(table.schema.metadata or {}), FORMAT_KEY: b"v1", **(metadata or {})}
-    with tmp.open("wb") as fh:
+    with _create(tmp) as fh:
         pq.write_table(table.replace_schema_metadata(schema_meta), fh, compression=COMPRESSION)
         fh.flush()
         os.fsync(fh.fileno())

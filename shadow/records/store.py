@@ -81,6 +81,16 @@ def _lock_spool(spool_dir: Path) -> int:
     return fd
 
 
+def _prune_empty(folder: Path, top: Path) -> None:
+    """Remove now-empty partition folders of the staging tree, up to (not including) ``top``."""
+    while folder != top and top in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or already gone): stop
+            return
+        folder = folder.parent
+
+
 def _tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
@@ -262,6 +272,7 @@ class RecordStore:
         size = path.stat().st_size
         self._uploader.upload(path, relative)
         path.unlink()
+        _prune_empty(path.parent, self.settings.staging_dir)
         return size
 
     async def close(self) -> None:

@@ -67,6 +67,7 @@ async def test_files_go_up_whole_encrypted_and_leave_the_spool(s3_settings: Reco
     assert pq.read_table(io.BytesIO(body)).num_rows == 20
     assert open_dataset(s3_settings, "proposals").count_rows() == 20
     assert staged_files(s3_settings.staging_dir) == []
+    assert [p for p in s3_settings.staging_dir.rglob("*") if p.is_dir()] == []  # no empty folders left
     assert store.stats.uploads == 2
 
 
