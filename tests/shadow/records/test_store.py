@@ -9,11 +9,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from aiohttp import web
 
 from shadow.records.errors import InvalidRow, StoreClosed
 from shadow.records.layout import open_dataset
@@ -23,6 +24,9 @@ from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 DAY_US = 86_400_000_000
 
@@ -268,3 +272,34 @@ async def test_a_row_larger_than_a_parse_block_is_kept(local_settings: RecordSet
     rows = {r["decision_id"]: r for r in open_dataset(local_settings, "proposals").to_table().to_pylist()}
     assert rows["big"]["state"] == big
     assert rows["small"]["state"] is None
+
+
+RECORDS = web.AppKey("records", RecordStore)
+
+
+def _app(settings: RecordSettings) -> web.Application:
+    async def records_ctx(app: web.Application) -> AsyncIterator[None]:
+        async with RecordStore(settings) as store:
+            app[RECORDS] = store
+            yield
+
+    async def post_outcome(request: web.Request) -> web.Response:
+        await request.app[RECORDS].outcome(await request.json())
+        return web.json_response({"durable": True})
+
+    app = web.Application()
+    app.cleanup_ctx.append(records_ctx)
+    app.router.add_post("/outcomes", post_outcome)
+    return app
+
+
+async def test_the_store_lives_in_an_aiohttp_cleanup_ctx(local_settings: RecordSettings,
+                                                         aiohttp_client: Any) -> None:
+    """Opened and closed by cleanup_ctx around a real server: acknowledged outcomes are in Parquet."""
+    client = await aiohttp_client(_app(local_settings))
+    for i in range(5):
+        resp = await client.post("/outcomes", json=outcome_row(f"d{i}"))
+        assert resp.status == 200
+    await client.close()  # runs the cleanup: flush, roll over
+    ids = open_dataset(local_settings, "outcomes").to_table().column("decision_id").to_pylist()
+    assert sorted(ids) == [f"d{i}" for i in range(5)]
