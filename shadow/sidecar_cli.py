@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @click.group("sidecar")
 def sidecar() -> None:
-    r"""The shadow sidecar: mirror API or transparent proxy beside a production service.
+    """The shadow sidecar: mirror API or transparent proxy beside a production service.
 
     \b
     Examples:
@@ -32,7 +32,7 @@ def sidecar() -> None:
 @sidecar.command("check-catalog")
 @click.argument("catalog", type=click.Path(path_type=Path, dir_okay=False))
 def check_catalog(catalog: Path) -> None:
-    r"""Validate a decision catalog and list its decision types.
+    """Validate a decision catalog and list its decision types.
 
     \b
     Example:
@@ -60,11 +60,11 @@ def check_catalog(catalog: Path) -> None:
 @click.option("--proxy-port", type=int, default=None, help="Proxy mode: listen here (SHADOW_PROXY_PORT).")
 @click.option("--upstream", default=None, help="Proxy mode: production base URL (SHADOW_UPSTREAM_URL).")
 def run(catalog: Path | None, port: int | None, proxy_port: int | None, upstream: str | None) -> None:
-    r"""Run the sidecar until SIGINT/SIGTERM. Every setting is also a SHADOW_* variable.
+    """Run the sidecar until SIGINT/SIGTERM. Every setting is also a SHADOW_* variable.
 
     \b
     Example:
-      SHADOW_RECORDS_ROOT=/var/lib/shadow semif-shadow sidecar run \
+      SHADOW_RECORDS_ROOT=/var/lib/shadow semif-shadow sidecar run \\
           --catalog catalog.yaml --proxy-port 8471 --upstream http://127.0.0.1:8000
     """
     from pydantic import ValidationError  # noqa: PLC0415
