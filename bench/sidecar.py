@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Production latency and throughput with no mirror, this sidecar in proxy mode, and nginx's ``mirror``.
 
 Everything runs on loopback, started by this script:

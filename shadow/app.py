@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The sidecar application: `init_app()` builds the mirror API; every resource lives in a cleanup context.
 
     runtimes     the catalog made live; backends started (models loaded, client sessions opened)

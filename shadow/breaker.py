@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A circuit breaker per scorer endpoint.
 
 closed     calls go through; ``failure_threshold`` consecutive failures open it

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The decision catalog: a YAML file declaring every decision type the sidecar mirrors.
 
 `load_catalog` validates it with pydantic and raises `CatalogError` naming the file and the field

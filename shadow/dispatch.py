@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The dispatch phase: one queued decision becomes one proposals row.
 
 accept    wait for the store's durable note, started when the decision was queued

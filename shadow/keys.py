@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Typed keys for the state the sidecar keeps on its `web.Application` (never in module globals)."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Prometheus metrics, in a registry owned by the app (no module-level collectors)."""
 
 from __future__ import annotations

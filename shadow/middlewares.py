@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """One error middleware: refusals become ``{"error": {"code", "message", "field"}}``; the rest is logged."""
 
 from __future__ import annotations

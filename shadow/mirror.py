@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The mirror: handle -> enqueue -> dispatch -> record.
 
 `Mirror.offer` is all the request path ever calls: it decides in memory (kill switch, experiment end,

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Mirror API bodies: validated with pydantic, errors name the field (``decisions[2].decision_type``)."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Proxy mode: forward unchanged, stream the answer back unchanged, and only then mirror a copy.
 
 The response is built from the upstream answer alone. The mirror is called after ``write_eof`` and

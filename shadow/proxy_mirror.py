@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """What proxy mode mirrors: the decision type, id, state and outcome of one finished exchange.
 
 Read as the catalog's ``proxy`` block says. Synchronous and in memory: `Mirror.offer` only queues.

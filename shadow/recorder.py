@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The record phase: finished rows go to the sink from one writer task, off the request path.
 
 Dropped decisions are handed over raw (`drop`): the writer redacts and hashes their state, so the

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """URL map of the mirror API."""
 
 from __future__ import annotations

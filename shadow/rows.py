@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Build records-v1 proposals rows (``shadow/records/schema.py``) for the sidecar's decisions."""
 
 from __future__ import annotations

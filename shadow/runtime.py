@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The catalog made live: per decision type, its state rules, limits, backend and breaker."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Which decisions are scored: a deterministic sample, a per-type rate cap and a spend guard.
 
 The sample depends only on ``decision_id`` (and the catalog's optional salt): every sidecar and every

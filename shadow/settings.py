@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """SHADOW_* settings: one class, built once in `main` and passed in (tests build it directly)."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A minimal records-v1 writer behind the `RecordSink` protocol, for local folders.
 
 The stopgap until the durable ``shadow.records.store.RecordStore`` (issue 5) is used; ``SHADOW_SINK``

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Choose the record writer: the durable RecordStore (issue 5) when present, else the simple sink."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """From a mirrored request to the states the sidecar keeps: pick fields, then redact.
 
 Who sees what (``docs/sidecar.md``): the *included* state (fields picked by ``state.include``) exists

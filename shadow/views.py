@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Mirror API handlers. ``/v1/decisions`` answers 202 without ever waiting for a scorer or the store."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The interface every scorer backend implements, and the SemIf request/response on the sidecar side.
 
 A backend makes *one* call per `score` (the dispatcher owns retries, the breaker and the deadline) and

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """``chat``: a standard chat-completions endpoint; the generated answer is mapped to an option id.
 
 A generated answer carries no probabilities: a matched option gets probability 1 (the others 0) and

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Build one backend per distinct scorer in the catalog (types that share a scorer share its client)."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """``local``: the in-process SemIf engine, in one dedicated worker thread.
 
 `scorer.engine.Engine` is not thread-safe, so the backend owns one engine and one single-thread

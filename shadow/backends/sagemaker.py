@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """``sagemaker``: boto3 ``InvokeEndpoint`` in a bounded thread pool, with the SDK's own retries off.
 
 One attempt per `score` call: the sidecar's dispatcher owns the retry budget and the deadline. Note

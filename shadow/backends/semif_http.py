@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """``semif_http``: the SemIf scorer over HTTP (``POST {endpoint}/invocations``), one aiohttp session."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Sidecar fixtures: a fault-injecting scorer on loopback, catalogs written to tmp, running sidecars."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A fault-injecting SemIf scorer: a real aiohttp server on loopback whose behaviour the test controls.
 
 It is named a fake on purpose: the model is not the point of the latency and fault tests. It answers

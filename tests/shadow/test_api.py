@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The mirror API: 202 for decisions, durable outcomes, JSON errors naming the field, auth, metrics."""
 
 from __future__ import annotations

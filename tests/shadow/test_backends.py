@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The scorer backends over real servers, and the dispatcher's retry rules.
 
 Chat completions, SageMaker (boto3 with the SDK's retries off), and local (the real model).

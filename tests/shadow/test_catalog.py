@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The decision catalog: the example validates, and every mistake is named by file and field."""
 
 from __future__ import annotations

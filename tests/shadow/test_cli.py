@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """`semif-shadow sidecar run` as a process: proxy mode end to end, records flushed on SIGTERM."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The mirror API under every scorer condition: fast answers, and every decision accounted for."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """What stops mirroring, and the row each stop leaves.
 
 Kill switch, experiment end, budget, rate cap, full queue, shutdown; and the durable RecordStore as the

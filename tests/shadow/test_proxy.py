@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Proxy mode: byte-identical upstream responses whatever the scorer does, and mirrored decisions."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Deterministic sampling, the rate cap, the spend guard and the circuit breaker."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The sidecar against this project's own SemIf scorer server (issue 3), with the real model."""
 
 from __future__ import annotations

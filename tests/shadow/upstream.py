@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A production router stand-in for proxy tests: a real aiohttp server with awkward responses.
 
 Errors, multi-valued headers, a 3 MB body, a chunked stream, gzip bytes, an echo of the request.
