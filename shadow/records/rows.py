@@ -96,12 +96,15 @@ def to_micros(value: int | datetime, field: str) -> int:
 
 def normalize(dataset: str, row: dict[str, Any], writer_id: str) -> dict[str, Any]:
     """A validated copy of ``row`` ready for the journal; raises ``InvalidRow`` naming the field."""
-    out = {k: v for k, v in row.items() if v is not None}
     checks, simple = _CHECKS[dataset], _SIMPLE[dataset]
-    for key, value in out.items():
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None:
+            continue
         types = simple.get(key)
         if types is None or type(value) not in types:
             _check(checks, key, value)
+        out[key] = value
     for key in _REQUIRED[dataset]:
         if key not in out or out[key] == "":
             raise InvalidRow(f"{key} is required", key)
