@@ -33,6 +33,7 @@ class Recorder:
         self.stamp = stamp
         self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=backlog)
         self._outcome_tasks: set[asyncio.Task[None]] = set()
+        self._current: asyncio.Future[None] | None = None
 
     def drop(self, decision: Decision, reason: str) -> None:
         """Record a decision that will not be scored (never blocks)."""
@@ -63,13 +64,19 @@ class Recorder:
             log.exception("outcome for %s not recorded", row.get("decision_id"))
 
     async def run(self) -> None:
-        """The writer loop (started and cancelled by the app's cleanup context)."""
+        """The writer loop (started and cancelled by the app's cleanup context).
+
+        Each write is shielded: cancelling the loop never cuts a row in half; `drain` finishes it.
+        """
         while True:
             item = await self._queue.get()
-            await self._write(item)
+            self._current = asyncio.ensure_future(self._write(item))
+            await asyncio.shield(self._current)
 
     async def drain(self) -> None:
         """Write everything still waiting (after the workers have stopped)."""
+        if self._current is not None:
+            await self._current
         if self._outcome_tasks:
             await asyncio.gather(*self._outcome_tasks, return_exceptions=True)
         while not self._queue.empty():

@@ -135,3 +135,18 @@ async def test_record_store_is_the_default_sink(scorer_url: str, tmp_path: Path)
         await asyncio.sleep(0.2)
     assert reasons(tmp_path) == Counter({("scored", None): 5})
     assert list((tmp_path / "spool").iterdir())
+
+
+async def test_shutdown_never_cuts_a_row_write(scorer_url: str, tmp_path: Path) -> None:
+    """Stopping the sidecar while the writer is busy loses no row.
+
+    With one Parquet file per row, the writer is still working through the backlog when the app stops;
+    all 100 decisions must be in the records.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, flush_rows=1, kill_switch=True)
+    async with running_sidecar(settings) as (url, _app), aiohttp.ClientSession() as session:
+        decisions = [{"decision_type": "tickets", "decision_id": f"w-{i}", "state": "x"} for i in range(100)]
+        async with session.post(f"{url}/v1/decisions", json={"decisions": decisions}) as resp:
+            assert (await resp.json())["dropped"] == {"kill_switch": 100}
+    assert reasons(tmp_path) == Counter({("dropped", "kill_switch"): 100})
