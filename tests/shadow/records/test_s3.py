@@ -38,7 +38,7 @@ def _keys(settings: RecordSettings) -> list[str]:
     return sorted(o["Key"] for o in listing.get("Contents", []))
 
 
-async def _until(predicate: Any, timeout_s: float = 15.0) -> None:
+async def _until(predicate: Any, timeout_s: float = 30.0) -> None:
     for _ in range(int(timeout_s / 0.05)):
         if predicate():
             return

@@ -78,7 +78,7 @@ async def test_roll_over_by_size_publishes_while_running(local_settings: RecordS
             await store.proposal(proposal_row(f"d{i}"))
             if i % 20 == 19:  # a durable write: a commit, after which the size check runs
                 await store.outcome(outcome_row(f"d{i}"))
-        for _ in range(100):
+        for _ in range(400):
             if store.stats.segments_published >= 2:
                 break
             await asyncio.sleep(0.05)
@@ -93,7 +93,7 @@ async def test_roll_over_by_age(local_settings: RecordSettings) -> None:
     settings = local_settings.model_copy(update={"roll_seconds": 0.2})
     async with RecordStore(settings) as store:
         await store.outcome(outcome_row("d1"))
-        for _ in range(60):
+        for _ in range(400):
             if _parquet_files(Path(settings.root)):
                 break
             await asyncio.sleep(0.05)
@@ -166,14 +166,14 @@ async def test_a_failed_publish_keeps_the_segment_and_is_retried(local_settings:
     obstacle = _block_folder(Path(settings.root) / "outcomes")
     async with RecordStore(settings) as store:
         await store.outcome(outcome_row("d1"))
-        for _ in range(100):
+        for _ in range(400):
             if store.stats.publish_errors:
                 break
             await asyncio.sleep(0.05)
         assert store.stats.publish_errors >= 1
         assert len(list_segments(settings.journal_dir)) >= 2  # the sealed one waits, a new one is open
         obstacle.unlink()
-        for _ in range(100):
+        for _ in range(400):
             if store.stats.segments_published:
                 break
             await asyncio.sleep(0.05)
