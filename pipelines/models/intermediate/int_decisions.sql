@@ -37,8 +37,9 @@ final as (
         confidence,
         proposal = outcome as correct,
         len(option_ids) as n_options,
-        option_ids,
-        probabilities,
+        -- the vectors are kept only where classwise calibration needs them
+        case when status = 'scored' and joined and outcome_pos is not null then option_ids end as option_ids,
+        case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
         probabilities[outcome_pos] as p_outcome,
         list_sum(list_transform(probabilities, lambda x: x * x)) - 2 * probabilities[outcome_pos] + 1 as brier,
         -ln(greatest(probabilities[outcome_pos], 1e-15)) as log_loss,

@@ -35,10 +35,13 @@ final as (
         coalesce(predicted.true_positives, 0) / nullif(predicted.predicted, 0) as "precision",
         coalesce(predicted.true_positives, 0) / nullif(support.support, 0) as recall,
         coalesce(support.support, 0) / totals.labelled as baseline_precision,
-        1.0 as baseline_recall
+        1.0 as baseline_recall,
+        rates.label_rate
     from predicted
     full outer join support using (decision_type, week_start, week, model_key, option_id)
     join totals using (decision_type, week_start, model_key)
+    join (select decision_type, week_start, model_key, label_rate from int_label_rates) as rates
+        using (decision_type, week_start, model_key)
 )
 
 select * from final

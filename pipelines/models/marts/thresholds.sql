@@ -76,6 +76,8 @@ final as (
         tested.precision_lower,
         tested.accepted / rates.labelled as coverage,
         1 - tested.accepted_correct / tested.accepted as selective_risk,
+        rates.labelled,
+        rates.label_rate,
         params.precision_target,
         params.alpha / options.n_options as alpha_per_option
     from options
