@@ -136,7 +136,7 @@ def test_thresholds_given_a_tiny_case() -> None:
     con.execute("create table run_params as select 100 as grid, 0.05 as alpha, 0.95 as precision_target")
     con.execute(
         "create table int_label_rates as select 'd' as decision_type, date '2026-11-23' as week_start, "
-        "'m' as model_key, 400 as labelled"
+        "'m' as model_key, 400 as labelled, 0.9 as label_rate"
     )
     con.execute(
         "create table int_cube_scoped as select 'd' as decision_type, date '2026-11-23' as week_start, "
