@@ -20,7 +20,7 @@ class PipelinesError(Exception):
     """Base of every error the pipelines raise on purpose."""
 
 
-class BadArgument(PipelinesError):  # noqa: N818  (named for the condition, like scorer.errors)
+class BadArgument(PipelinesError):
     """An argument or setting that cannot be used; ``field`` names it."""
 
     def __init__(self, message: str, field: str) -> None:
@@ -28,11 +28,11 @@ class BadArgument(PipelinesError):  # noqa: N818  (named for the condition, like
         self.field = field
 
 
-class NoInput(PipelinesError):  # noqa: N818  (named for the condition)
+class NoInput(PipelinesError):
     """No records-v1 files under the root for the requested window."""
 
 
-class SchemaMismatch(PipelinesError):  # noqa: N818  (named for the condition)
+class SchemaMismatch(PipelinesError):
     """A Parquet file under the root does not follow the records-v1 schema."""
 
 

@@ -9,8 +9,10 @@ whole, so rerunning a week gives the same result unless late outcomes arrived in
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -23,7 +25,6 @@ from pipelines.udfs import register_udfs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from pipelines.prices import PriceTable
     from pipelines.settings import PipelineSettings
@@ -49,6 +50,9 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     con = duckdb.connect(database)
     con.execute("set TimeZone = 'UTC'")
     con.execute("set memory_limit = $limit", {"limit": settings.memory_limit})
+    spill = settings.temp_directory or Path(tempfile.gettempdir()) / "semif-pipelines-duckdb"
+    con.execute("set temp_directory = $dir", {"dir": str(spill)})
+    con.execute("set preserve_insertion_order = false")
     if settings.threads is not None:
         con.execute("set threads = $threads", {"threads": settings.threads})
     register_udfs(con)

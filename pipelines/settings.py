@@ -63,4 +63,5 @@ class PipelineSettings(BaseSettings):
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint override (moto, MinIO)")
     s3_region: str = Field(default="us-east-1", description="S3 region")
     memory_limit: str = Field(default="2GB", description="DuckDB memory_limit")
+    temp_directory: Path | None = Field(default=None, description="where DuckDB spills beyond memory_limit")
     threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")

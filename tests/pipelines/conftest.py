@@ -40,7 +40,7 @@ class Computed:
     settings: PipelineSettings
 
 
-def run_window(  # noqa: PLR0913  (keyword defaults for each test's variation)
+def run_window(
     root: Path | str,
     out: Path | None,
     *,
