@@ -138,6 +138,10 @@ def _weeks(week: str | None, since: str | None, until: str | None) -> tuple[str,
     first = week or since
     if first is None:
         raise click.UsageError("give --week W or --since W [--until W]")
+    if week is not None:
+        from pipelines.weeks import parse_week  # noqa: PLC0415  (keep --help fast)
+
+        parse_week(week, "week")  # a bad --week is reported as --week, not --since
     return first, until or first
 
 
