@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The full weekly pipelines job on generated decisions: DuckDB models vs a pandas + scikit-learn reference.
 
 For each size, records-v1 data is generated once (five weeks, the last drifted; kept under --data-dir

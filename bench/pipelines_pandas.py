@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The weekly metrics again, in pandas + numpy + scikit-learn (scipy for the bounds): the bench's reference.
 
 Same inputs (every proposals and outcomes file of the window), same metrics and conventions as the DuckDB

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """`semif-shadow pipelines`: generate records, run the weekly jobs, print their SQL."""
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ DEFAULT_OUT = Path("pipelines-out")
 
 @click.group("pipelines")
 def pipelines() -> None:
-    r"""DuckDB jobs over the shadow records: agreement, calibration, drift, thresholds, latency, cost.
+    """DuckDB jobs over the shadow records: agreement, calibration, drift, thresholds, latency, cost.
 
     \b
     Examples:
@@ -54,7 +53,7 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     seed: int,
     s3_endpoint: str | None,
 ) -> None:
-    r"""Write realistic records-v1 proposals and outcomes with known properties (Hive-partitioned).
+    """Write realistic records-v1 proposals and outcomes with known properties (Hive-partitioned).
 
     \b
     Example:
@@ -112,14 +111,14 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     prices: tuple[str, ...],
     s3_endpoint: str | None,
 ) -> None:
-    r"""Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
+    """Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
 
     Other settings come from PIPELINES_* variables (docs/pipelines.md), e.g. PIPELINES_PRECISION_TARGET.
 
     \b
     Examples:
       semif-shadow pipelines run --root records --week 2026-W48
-      semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \
+      semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \\
           --s3-endpoint http://127.0.0.1:5000 --as-of 2026-12-05T00:00:00Z
     """
     from pipelines.errors import PipelinesError  # noqa: PLC0415  (keep --help fast)
@@ -186,7 +185,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
 @pipelines.command("sql")
 @click.option("--model", "model_name", default=None, help="Print only this model.")
 def sql_command(model_name: str | None) -> None:
-    r"""Print the SQL of each model in dependency order, to run the same logic elsewhere.
+    """Print the SQL of each model in dependency order, to run the same logic elsewhere.
 
     Staging models read `raw_proposals` and `raw_outcomes` (records-v1); every model reads its settings from
     the one-row `run_params` table and the `cfg_*` tables; `cp_lower(x, n, a)` is the Beta(a; x, n-x+1)

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Write realistic records-v1 data with known properties (see ``synth.py``).
 
 Hive-partitioned like the sidecar.

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Write each target week's marts.
 
 ``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` and ``<out>/pipelines.duckdb``.

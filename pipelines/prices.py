@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The dated price table (``prices.yaml``): hourly instance prices and per-token prices, overridable."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Run the models for a window of weeks and write each target week's marts (Parquet and a DuckDB file).
 
 Phases: ``connect`` -> ``register_window`` (source.py) -> ``bind_config`` -> ``build`` -> ``write``.

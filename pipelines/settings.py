@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """PIPELINES_* settings: one class, built once in the CLI and passed in (tests build it directly)."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The raw relations.
 
 Records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.

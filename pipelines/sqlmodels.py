@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The SQL models under ``models/``: their order, kind (view or table) and text, and the quoting helper.
 
 Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``);

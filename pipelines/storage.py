@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Where records live: a local folder or ``s3://bucket/prefix``, both seen through a pyarrow filesystem.
 
 DuckDB cannot download its httpfs extension here, so S3 is read with ``pyarrow.fs.S3FileSystem``

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The distributions behind ``generate.py``.
 
 Synthetic decisions whose properties are known by construction.

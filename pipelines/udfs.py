@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Scalar functions the SQL models call that DuckDB lacks, registered on each connection."""
 
 from __future__ import annotations

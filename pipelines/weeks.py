@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """ISO weeks (``2026-W48``): the unit of every job. A week runs Monday 00:00 UTC to the next Monday."""
 
 from __future__ import annotations

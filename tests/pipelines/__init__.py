@@ -1,1 +1,0 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Pipelines fixtures: generated records-v1 data with known properties, and one run of every model over it."""
 
 from __future__ import annotations

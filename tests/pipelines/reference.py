@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Independent references for the tests.
 
 The records read with pyarrow and pandas (no DuckDB), and the metrics computed with numpy, scikit-learn, scipy

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Agreement marts (confusion, per_option, agreement, severe_errors) against scikit-learn, with invariants."""
 
 from __future__ import annotations

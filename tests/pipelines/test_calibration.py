@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Calibration marts (reliability.
 
 Ece_bootstrap, classwise_calibration, calibration) against scikit-learn and numpy on generated data, plus

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """`semif-shadow pipelines`.
 
 Every command documented with an example, generate -> run end to end, errors as one line and a non-zero exit.
@@ -20,10 +19,11 @@ if TYPE_CHECKING:
 
 @pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"]])
 def test_every_pipelines_command_has_help_with_an_example(command: list[str]) -> None:
-    """`--help` of the group and of each subcommand exits 0 and shows an Example block."""
+    """`--help` of the group and of each subcommand exits 0 and shows an Example block, unwrapped."""
     result = CliRunner().invoke(main, ["pipelines", *command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Example" in result.output
+    assert "\n    semif-shadow pipelines " in result.output  # the \b block kept its own lines
 
 
 def test_sql_prints_every_model_in_order() -> None:

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Cost mart: instance-hours x dated price over accepted decisions, recomputed with pandas."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Drift marts (drift_confidence.
 
 Drift_mix, drift) against numpy PSI, and the drift the generator injected.

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Funnel marts (funnel, funnel_reasons): counts against pandas, and their invariants."""
 
 from __future__ import annotations

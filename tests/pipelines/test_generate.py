@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The generator writes records-v1 exactly.
 
 Hive partitions, the schema from shadow.records, known properties.

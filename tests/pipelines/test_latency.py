@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Latency mart: exact percentiles against numpy, throughput, and CPU and GPU side by side."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The weekly job's outputs.
 
 One Parquet file per mart and week plus a DuckDB file, idempotent reruns, late outcomes and the maturity flag.

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """An s3:// root served by moto's server on loopback.
 
 Generated there, read through pyarrow, same marts as local.

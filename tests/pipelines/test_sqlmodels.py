@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The SQL models' conventions.
 
 One per file, a CTE ladder ending in `select * from final`, quoted identifiers.

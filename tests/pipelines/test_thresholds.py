@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Threshold marts (thresholds, risk_coverage, selective) against statsmodels, scipy and numpy."""
 
 from __future__ import annotations
