@@ -55,7 +55,7 @@ def score(  # noqa: PLR0913, PLR0917  (one parameter per click option)
     return_prompt: bool,
     model_path: Path | None,
 ) -> None:
-    r"""Score one decision and print the SemIf response.
+    """Score one decision and print the SemIf response.
 
     \b
     Examples:

@@ -95,6 +95,7 @@ class Engine:
                 n_batch=settings.n_batch,
                 n_threads=settings.n_threads,
                 n_gpu_layers=settings.n_gpu_layers,
+                kv_type=settings.kv_type,
                 flash_attn=settings.flash_attn,
                 n_seq_max=min(256, settings.n_batch),
             )

@@ -77,6 +77,7 @@ class ModelIdentity:
     n_ctx: int
     n_batch: int
     flash_attn: bool
+    kv_type: str
     segmentation: str
     image_digest: str | None = None
     instance_type: str | None = None
@@ -144,6 +145,7 @@ def describe(
         n_ctx=rt.n_ctx,
         n_batch=cfg.n_batch,
         flash_attn=cfg.flash_attn,
+        kv_type=cfg.kv_type,
         segmentation=segmentation,
         image_digest=image_digest,
         instance_type=instance_type,

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("scorer.runtime")
 
 _GGML_LOG_LEVEL_ERROR = 4
+GGML_TYPES = {"f32": 0, "f16": 1}  # enum ggml_type
 
 
 def _forward_llama_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
@@ -49,6 +50,7 @@ class RuntimeConfig:
     n_gpu_layers: int = 0
     flash_attn: bool = False
     n_seq_max: int = 256
+    kv_type: str = "f32"  # "f32" or "f16"; f32 makes scores independent of how tokens share a batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class LlamaRuntime:
             if config.flash_attn
             else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         )
+        ctx_params.type_k = ctx_params.type_v = GGML_TYPES[config.kv_type]
         ctx_params.kv_unified = True  # option branches share the prefix's cells
         ctx_params.swa_full = True  # keep every sliding-window cell so a cached prefix stays whole
         ctx_params.no_perf = True

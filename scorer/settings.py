@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 from pathlib import Path  # noqa: TC003  (pydantic resolves the annotation at run time)
 
 from pydantic import Field
@@ -31,6 +32,11 @@ class ScorerSettings(BaseSettings):
         default=0, ge=-1, description="layers offloaded to the GPU (-1: all); CUDA build only"
     )
     flash_attn: bool = Field(default=False, description="llama.cpp flash attention (changes scores slightly)")
+    kv_type: Literal["f32", "f16"] = Field(
+        default="f32",
+        description="KV cache precision; f32 makes a decision's scores independent of its "
+        "batch mates (f16 moves them by up to ~0.1 nats), at twice the cache memory",
+    )
     batch_options: bool = Field(
         default=True,
         description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)",
