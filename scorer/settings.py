@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
 from pathlib import Path  # noqa: TC003  (pydantic resolves the annotation at run time)
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict

@@ -68,7 +68,8 @@ def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: 
 
 def test_f32_kv_cache_makes_short_option_batches_exact(engine: Engine, ref_rt: LlamaRuntime) -> None:
     """With the f32 KV cache, a batch of single-step branches equals one-at-a-time exactly (with f16
-    this case moved by 0.106 nats on this model: the f16 K/V conversion depends on the batch shape)."""
+    this case moved by 0.106 nats on this model: the f16 K/V conversion depends on the batch shape).
+    """
     assert _exactness(engine, ref_rt, CASES["shared_first_token"]) <= 1e-6
 
 
@@ -223,13 +224,21 @@ def test_cross_request_batch_stays_within_tolerance(engine: Engine) -> None:
     own batch-shape spread of scored alone (~0.35 nats seen here; 0.6 for prompt+option in one call).
 
     They do NOT stay within 1e-6: this is why cross-request batching is opt-in (bench/server.py
-    reports the deviation)."""
-    states = [STATE, "The app crashes when I open settings.", "Where is my parcel?", "Löschen Sie mein Konto."]
+    reports the deviation).
+    """
+    states = [
+        STATE,
+        "The app crashes when I open settings.",
+        "Where is my parcel?",
+        "Löschen Sie mein Konto.",
+    ]
     requests = [_request(CASES["multi_token"], s) for s in states]
     together = engine.score_many(requests)
     alone = [engine.score(r) for r in requests]
     for a, b in zip(together, alone, strict=True):
-        assert [o["logit"] for o in a["options"]] == pytest.approx([o["logit"] for o in b["options"]], abs=1.0)
+        assert [o["logit"] for o in a["options"]] == pytest.approx(
+            [o["logit"] for o in b["options"]], abs=1.0
+        )
         assert a["model"]["segmentation"].endswith("|cross-request:4")
         assert abs(sum(o["probability"] for o in a["options"]) - 1) <= 1e-6
 

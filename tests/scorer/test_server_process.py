@@ -1,0 +1,116 @@
+"""The server as a real process: graceful SIGTERM (during load and with queued work), exit 0."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[2]
+DECISION: dict[str, Any] = {
+    "decision_id": "p-1",
+    "state": "I was charged twice this month.",
+    "question": "Which team should handle this ticket?",
+    "options": ["Billing", "Technical support"],
+}
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(model_path: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """`semif-shadow serve` in a child process, logging to ``log``."""
+    environ = {
+        **os.environ,
+        "SCORER_MODEL_PATH": str(model_path),
+        "SCORER_N_CTX": "1024",
+        "SCORER_N_THREADS": "2",
+        "SCORER_SHUTDOWN_GRACE_S": "20",
+    }
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).with_name("semif-shadow")), "serve", "--port", str(port)],
+            cwd=ROOT,
+            env=environ,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def ping_status(session: aiohttp.ClientSession, url: str) -> int | None:
+    """/ping's status, or None while nothing listens."""
+    try:
+        async with session.get(f"{url}/ping") as response:
+            return response.status
+    except aiohttp.ClientConnectionError:
+        return None
+
+
+async def test_sigterm_during_model_load_exits_zero(model_path: Path, tmp_path: Path) -> None:
+    """SIGTERM while /ping still answers 503 (model loading): the process exits 0 well inside 30 s."""
+    port = free_port()
+    proc = start_server(model_path, port, tmp_path / "server.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(1500):
+                status = await ping_status(session, url)
+                if status is not None:
+                    break
+                await asyncio.sleep(0.01)
+        assert status == 503, "the listener opens before the model is loaded"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 30
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_sigterm_with_queued_work_answers_everything(model_path: Path, tmp_path: Path) -> None:
+    """SIGTERM with requests queued: each gets a 200 or a clear 503, none hangs, and the exit code is 0."""
+    port = free_port()
+    proc = start_server(model_path, port, tmp_path / "server.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+            for _ in range(3000):
+                if await ping_status(session, url) == 200:
+                    break
+                await asyncio.sleep(0.02)
+
+            async def one(i: int) -> int:
+                try:
+                    async with session.post(
+                        f"{url}/invocations", json={**DECISION, "decision_id": f"q{i}"}
+                    ) as r:
+                        if r.status != 200:
+                            assert (await r.json())["error"]["code"] in {"not_ready", "overloaded"}
+                        return r.status
+                except aiohttp.ClientConnectionError:
+                    return -1  # arrived after the listener closed: refused, never accepted
+
+            tasks = [asyncio.create_task(one(i)) for i in range(8)]
+            await asyncio.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            statuses = await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+        assert set(statuses) <= {200, 503, -1}
+        assert statuses.count(200) >= 1
+        assert proc.wait(timeout=30) == 0
+        assert "Traceback" not in (tmp_path / "server.log").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
