@@ -67,8 +67,9 @@ def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: 
 
 
 def test_f32_kv_cache_makes_short_option_batches_exact(engine: Engine, ref_rt: LlamaRuntime) -> None:
-    """With the f32 KV cache, a batch of single-step branches equals one-at-a-time exactly (with f16
-    this case moved by 0.106 nats on this model: the f16 K/V conversion depends on the batch shape).
+    """With the f32 KV cache, a batch of single-step branches equals one-at-a-time exactly.
+
+    With f16 this case moved by 0.106 nats on this model: the f16 K/V path depends on the batch shape.
     """
     assert _exactness(engine, ref_rt, CASES["shared_first_token"]) <= 1e-6
 
@@ -220,8 +221,9 @@ def test_identity_pins_the_model(engine: Engine) -> None:
 
 
 def test_cross_request_batch_stays_within_tolerance(engine: Engine) -> None:
-    """Decisions scored together (opt-in score_many) are labelled as such and stay within the runtime's
-    own batch-shape spread of scored alone (~0.35 nats seen here; 0.6 for prompt+option in one call).
+    """Decisions scored together (opt-in score_many) are labelled and stay near their solo scores.
+
+    Within the runtime's own batch-shape spread (~0.35 nats seen here; 0.6 for prompt+option in one call).
 
     They do NOT stay within 1e-6: this is why cross-request batching is opt-in (bench/server.py
     reports the deviation).
