@@ -1,5 +1,6 @@
-"""Server benchmark: the scorer over HTTP at 1, 4 and 16 concurrent clients, with and without
-cross-request batching, beside the in-process engine on the same CLINC150 decisions.
+"""Server benchmark: the scorer over HTTP at 1, 4 and 16 concurrent clients, beside the engine.
+
+With and without cross-request batching, beside the in-process engine on the same CLINC150 decisions.
 
 Each server is a real `semif-shadow serve` process on loopback; clients are aiohttp coroutines in
 this process, each sending its share of the decisions back to back. It prints decisions/s and
@@ -83,7 +84,9 @@ async def load(url: str, bodies: list[dict[str, Any]], clients: int) -> dict[str
     return {"wall": wall, "lat": latencies, "responses": [responses[i] for i in range(len(bodies))]}
 
 
-def run_server_setting(bodies: list[dict[str, Any]], cross_batch: bool, threads: int) -> dict[int, dict[str, Any]]:
+def run_server_setting(
+    bodies: list[dict[str, Any]], cross_batch: bool, threads: int
+) -> dict[int, dict[str, Any]]:
     """Start one server process and measure each client count."""
     port = free_port()
     env = {**os.environ, "SCORER_N_THREADS": str(threads), "SCORER_QUEUE_SIZE": "64",
@@ -131,7 +134,9 @@ def deviation(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> np.ndarray:
 
 def main() -> None:
     """Run and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--decisions", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
