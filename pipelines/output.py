@@ -42,17 +42,35 @@ def write_parquet(path: Path, table: pa.Table) -> None:
 
 
 def replace_week(db: duckdb.DuckDBPyConnection, mart: str, monday: dt.date, table: pa.Table) -> None:
-    """Replace one week's rows of ``mart`` in the output DuckDB file, in one transaction."""
+    """Replace one week's rows of ``mart`` in the output DuckDB file, in one transaction.
+
+    A mart that gained columns since the file was written gets them added (older weeks read NULL there);
+    a failure rolls the week back, leaving the previous rows in place.
+    """
     name = quote_ident(mart)
     db.register("incoming", table)
     try:
-        db.execute(f"create table if not exists {name} as select * from incoming limit 0")  # noqa: S608  (quoted name)
+        db.execute(f"create table if not exists {name} as select * from incoming limit 0")  # noqa: S608
+        add_new_columns(db, mart)
         db.execute("begin")
-        db.execute(f"delete from {name} where week_start = $monday", {"monday": monday})  # noqa: S608
-        db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
+        try:
+            db.execute(f"delete from {name} where week_start = $monday", {"monday": monday})  # noqa: S608
+            db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
+        except duckdb.Error:
+            db.execute("rollback")
+            raise
         db.execute("commit")
     finally:
         db.unregister("incoming")
+
+
+def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str) -> None:
+    """Add to the stored table the columns ``incoming`` has and it lacks (types as DuckDB sees them)."""
+    stored = {row[0] for row in db.execute(
+        "select column_name from information_schema.columns where table_name = $t", {"t": mart}).fetchall()}
+    for column, column_type, *_ in db.sql("describe incoming").fetchall():
+        if column not in stored:
+            db.execute(f"alter table {quote_ident(mart)} add column {quote_ident(column)} {column_type}")
 
 
 def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> dict[str, int]:

@@ -79,3 +79,17 @@ def test_outcomes_after_as_of_are_ignored(records_root: Path) -> None:
     assert run.con.sql("select sum(labelled), sum(unjoined) = sum(scored) from funnel").fetchall() == [
         (0, True)
     ]
+
+
+def test_a_mart_that_gained_a_column_is_extended_in_the_file(records_root: Path, tmp_path: Path) -> None:
+    """An output file written before a mart gained a column gets the column on the next run.
+
+    Rows of the rerun week carry it; the run does not fail on the older table.
+    """
+    run_window(records_root, tmp_path, first=WEEK, last=WEEK)
+    with duckdb.connect(str(tmp_path / DATABASE_FILE)) as db:
+        db.execute("alter table per_option drop column label_rate")
+    run_window(records_root, tmp_path, first=WEEK, last=WEEK)
+    with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
+        rows = db.sql("select count(*), count(label_rate) from per_option").fetchall()
+    assert rows[0][0] == rows[0][1] > 0
