@@ -1,0 +1,59 @@
+"""Every mart's grain, not-null keys and accepted values (jaffle-shop style unique / not_null tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.sqlmodels import mart_names
+from tests.pipelines.conftest import Computed, mart
+
+GROUP = ("decision_type", "week_start", "model_key")
+GRAIN = {
+    "funnel": ("decision_type", "week_start"),
+    "funnel_reasons": ("decision_type", "week_start", "status", "reason"),
+    "confusion": (*GROUP, "outcome", "proposal"),
+    "per_option": (*GROUP, "option_id"),
+    "severe_errors": ("decision_id", "model_key"),
+    "agreement": GROUP,
+    "reliability": (*GROUP, "bin"),
+    "ece_bootstrap": GROUP,
+    "classwise_calibration": (*GROUP, "option_id"),
+    "calibration": GROUP,
+    "drift_confidence": GROUP,
+    "drift_mix": GROUP,
+    "drift": GROUP,
+    "thresholds": (*GROUP, "option_id"),
+    "risk_coverage": (*GROUP, "threshold"),
+    "selective": GROUP,
+    "latency": ("decision_type", "week_start", "backend", "device", "instance_type"),
+    "cost": ("decision_type", "week_start", "backend", "device", "instance_type", "model_name"),
+}
+ACCEPTED = {
+    ("drift", "confidence_psi_band"): {"stable", "moderate", "significant", None},
+    ("drift", "mix_psi_band"): {"stable", "moderate", "significant", None},
+    ("funnel_reasons", "status"): {"dropped", "timeout", "error", "invalid_response", "lost"},
+}
+SHARES = ("label_rate", "accuracy", "kappa", "coverage", "selective_risk", "precision", "recall", "ece",
+          "mce")
+
+
+def test_every_mart_has_a_declared_grain() -> None:
+    """The table below covers every mart the runner builds."""
+    assert set(GRAIN) == set(mart_names())
+
+
+@pytest.mark.parametrize("name", sorted(GRAIN))
+def test_mart_grain_is_unique_and_keys_are_not_null(computed: Computed, name: str) -> None:
+    """One row per grain key, no null key, accepted values only, and shares within [-1, 1] or [0, 1]."""
+    rows = mart(computed, name)
+    assert rows, name
+    keys = [tuple(row[k] for k in GRAIN[name]) for row in rows]
+    assert len(keys) == len(set(keys)), name
+    assert all(v is not None for key in keys for v in key), name
+    for (mart_name, column), allowed in ACCEPTED.items():
+        if mart_name == name:
+            assert {row[column] for row in rows} <= allowed
+    for column in SHARES:
+        values = [row[column] for row in rows if column in row and row[column] is not None]
+        low = -1.0 if column == "kappa" else 0.0
+        assert all(low <= float(v) <= 1.0 for v in values), (name, column)
