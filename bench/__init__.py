@@ -1,0 +1,1 @@
+"""Benchmarks: each script prints a side-by-side table (docs/performance.md)."""
