@@ -38,8 +38,21 @@ from scorer.settings import ScorerSettings
 
 
 def run_engine(settings: ScorerSettings, decisions: list[Decision]) -> dict[str, Any]:
-    """Score every decision with a fresh engine (first cold, then as in steady state)."""
+    """Score every decision with a fresh engine (first cold, then as in steady state).
+
+    The runtime's decode is wrapped to time the llama_decode calls alone: (c2) is llama.cpp's own
+    rate on exactly the engine's calls, so engine wall / decode time is the engine's overhead.
+    """
     engine = Engine.from_settings(settings)
+    decode_time = [0.0]
+    plain_decode = engine.rt.decode
+
+    def timed_decode(tokens: Any) -> None:
+        t = time.perf_counter()
+        plain_decode(tokens)
+        decode_time[0] += time.perf_counter() - t
+
+    engine.rt.decode = timed_decode  # type: ignore[method-assign]
     try:
         latencies, responses = [], []
         started = time.perf_counter()
@@ -53,6 +66,7 @@ def run_engine(settings: ScorerSettings, decisions: list[Decision]) -> dict[str,
             "wall": wall,
             "lat": latencies,
             "responses": responses,
+            "decode": decode_time[0],
             "computed": stats.tokens_computed,
             "cached": stats.tokens_cached,
         }
@@ -162,6 +176,7 @@ def report(  # noqa: PLR0913, PLR0917  (one table from every measurement)
     brute_dps = med(args.brute / r["wall"] for r in brute_runs)
     raw_rate = med(r["rate"] for r in raw_runs)
     eng_tok_rate = med(r["computed"] / r["wall"] for r in engine_runs)
+    decode_rate = med(r["computed"] / r["decode"] for r in engine_runs)
     eng_lat = engine_runs[len(engine_runs) // 2]["lat"]
     brute_lat = brute_runs[len(brute_runs) // 2]["lat"]
     cached_share = med(r["cached"] / (r["cached"] + r["computed"]) for r in engine_runs)
@@ -189,10 +204,12 @@ def report(  # noqa: PLR0913, PLR0917  (one table from every measurement)
         f"{pct(brute_lat, 95):.0f} | | 1.0x |"
     )
     print(f"| (c) raw llama.cpp prefill (whole prompt, one call) | | | | {raw_rate:.0f} | |")
+    print(f"| (c2) llama_decode alone on the engine's own calls | | | | {decode_rate:.0f} | |")
     print()
     print(
         f"engine tokens: {cached_share:.0%} of prompt tokens reused from the prefix cache; rate on the "
-        f"tokens it computed = {eng_tok_rate / raw_rate:.0%} of raw prefill"
+        f"tokens it computed = {eng_tok_rate / raw_rate:.0%} of (c) raw whole-prompt prefill, "
+        f"{eng_tok_rate / decode_rate:.0%} of (c2) llama_decode on the same calls"
     )
     print(
         f"accuracy: none {acc['none']:.1%}, per_token {acc['per_token']:.1%}, "
