@@ -38,10 +38,27 @@ def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
 def test_score_from_flags_prints_a_semif_response(model_path: Path) -> None:
     """`semif-shadow score --question --option --state` prints a SemIf response for those options."""
     result = subprocess.run(  # noqa: S603  (our own console script, fixed arguments)
-        [CLI, "score", "--model", str(model_path), "--question", "Which team should handle this ticket?",
-         "--option", "billing=Billing", "--option", "tech=Technical support", "--state",
-         "I was charged twice this month", "--normalization", "pmi"],
-        capture_output=True, text=True, check=True, timeout=120)
+        [
+            CLI,
+            "score",
+            "--model",
+            str(model_path),
+            "--question",
+            "Which team should handle this ticket?",
+            "--option",
+            "billing=Billing",
+            "--option",
+            "tech=Technical support",
+            "--state",
+            "I was charged twice this month",
+            "--normalization",
+            "pmi",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     body = json.loads(result.stdout)
     assert [o["id"] for o in body["options"]] == ["billing", "tech"]
     assert abs(sum(o["probability"] for o in body["options"]) - 1) < 1e-6
@@ -49,12 +66,28 @@ def test_score_from_flags_prints_a_semif_response(model_path: Path) -> None:
 
 def test_score_from_stdin_and_errors_name_the_field(model_path: Path) -> None:
     """`--request -` reads stdin; an invalid request exits 2 with the SemIf error (field named) on stderr."""
-    good = {"decision_id": "s1", "state": "refund please", "question": "Team?", "options": ["billing", "tech"]}
-    ok = subprocess.run([CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
-                        input=json.dumps(good), capture_output=True, text=True, check=True, timeout=120)
+    good = {
+        "decision_id": "s1",
+        "state": "refund please",
+        "question": "Team?",
+        "options": ["billing", "tech"],
+    }
+    ok = subprocess.run(
+        [CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
+        input=json.dumps(good),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     assert json.loads(ok.stdout)["decision_id"] == "s1"
-    bad = subprocess.run([CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
-                         input=json.dumps({**good, "options": ["a", "a"]}), capture_output=True, text=True,
-                         check=False, timeout=120)
+    bad = subprocess.run(
+        [CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
+        input=json.dumps({**good, "options": ["a", "a"]}),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert bad.returncode == 2
     assert json.loads(bad.stderr)["error"]["field"] == "options[1].id"
