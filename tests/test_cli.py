@@ -73,7 +73,7 @@ def test_score_from_stdin_and_errors_name_the_field(model_path: Path) -> None:
         "options": ["billing", "tech"],
     }
     ok = subprocess.run(
-        [CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
+        [CLI, "score", "--model", str(model_path), "--request", "-"],
         input=json.dumps(good),
         capture_output=True,
         text=True,
@@ -82,7 +82,7 @@ def test_score_from_stdin_and_errors_name_the_field(model_path: Path) -> None:
     )
     assert json.loads(ok.stdout)["decision_id"] == "s1"
     bad = subprocess.run(
-        [CLI, "score", "--model", str(model_path), "--request", "-"],  # noqa: S603
+        [CLI, "score", "--model", str(model_path), "--request", "-"],
         input=json.dumps({**good, "options": ["a", "a"]}),
         capture_output=True,
         text=True,
