@@ -16,6 +16,11 @@ from shadow.cli import main
 CLI = str(Path(sys.executable).with_name("semif-shadow"))
 
 
+def run_cli(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run the installed `semif-shadow` with ``args`` (text in, text out, 2 minutes at most)."""
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload]  # noqa: S603, PLW1510
+
+
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out = [prefix]
     for name, command in sorted(group.commands.items()):
@@ -37,9 +42,8 @@ def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
 
 def test_score_from_flags_prints_a_semif_response(model_path: Path) -> None:
     """`semif-shadow score --question --option --state` prints a SemIf response for those options."""
-    result = subprocess.run(  # noqa: S603  (our own console script, fixed arguments)
+    result = run_cli(
         [
-            CLI,
             "score",
             "--model",
             str(model_path),
@@ -54,10 +58,7 @@ def test_score_from_flags_prints_a_semif_response(model_path: Path) -> None:
             "--normalization",
             "pmi",
         ],
-        capture_output=True,
-        text=True,
         check=True,
-        timeout=120,
     )
     body = json.loads(result.stdout)
     assert [o["id"] for o in body["options"]] == ["billing", "tech"]
@@ -72,22 +73,12 @@ def test_score_from_stdin_and_errors_name_the_field(model_path: Path) -> None:
         "question": "Team?",
         "options": ["billing", "tech"],
     }
-    ok = subprocess.run(
-        [CLI, "score", "--model", str(model_path), "--request", "-"],
-        input=json.dumps(good),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    ok = run_cli(["score", "--model", str(model_path), "--request", "-"], input=json.dumps(good), check=True)
     assert json.loads(ok.stdout)["decision_id"] == "s1"
-    bad = subprocess.run(
-        [CLI, "score", "--model", str(model_path), "--request", "-"],
+    bad = run_cli(
+        ["score", "--model", str(model_path), "--request", "-"],
         input=json.dumps({**good, "options": ["a", "a"]}),
-        capture_output=True,
-        text=True,
         check=False,
-        timeout=120,
     )
     assert bad.returncode == 2
     assert json.loads(bad.stderr)["error"]["field"] == "options[1].id"
