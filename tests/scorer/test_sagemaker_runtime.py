@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -82,7 +83,10 @@ async def test_unsigned_request_is_refused(client: TestClient) -> None:
 async def test_overload_is_service_unavailable_and_botocore_retries(
     model_path: Path, aiohttp_client: ClientFactory
 ) -> None:
-    """A full queue is 503 ServiceUnavailable; botocore's standard mode retries it (3 attempts here)."""
+    """A full queue is 503 ServiceUnavailable; botocore's standard mode retries it (3 attempts here).
+
+    While the model is held busy, /ping still answers at once.
+    """
     gate = threading.Event()
 
     class HeldEngine(Engine):
@@ -103,6 +107,9 @@ async def test_overload_is_service_unavailable_and_botocore_retries(
     await asyncio.sleep(0.2)
     rt = runtime_client(c, attempts=3)
     try:
+        started = time.perf_counter()
+        assert (await c.get("/ping")).status == 200  # the busy model never blocks /ping
+        assert time.perf_counter() - started < 0.5
         with pytest.raises(rt.exceptions.ServiceUnavailable) as info:
             await asyncio.to_thread(
                 rt.invoke_endpoint,
