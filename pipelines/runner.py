@@ -136,6 +136,13 @@ def build(
     return seconds
 
 
+def check_segments(con: duckdb.DuckDBPyConnection) -> None:
+    """Decisions carry their segment as a 64-bit hash: refuse to go on if two segments ever shared one."""
+    (shared,) = con.sql("select count(*) - count(distinct segment) from int_segments").fetchall()[0]
+    if shared:
+        raise PipelinesError("two segments share a hash in int_segments; results would be merged")
+
+
 @dataclass(frozen=True)
 class Job:
     """One run's inputs: settings, where the records are, which weeks, the prices, and where to write."""
@@ -160,6 +167,7 @@ def run(
         result.files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
         bind_config(con, job.settings, window, job.prices)
         result.seconds = build(con, load_models(), None if on_step is None else lambda m: on_step(m.name))
+        check_segments(con)
         if job.out is not None:
             result.rows = write_marts(con, job.out, window)
             if on_step is not None:

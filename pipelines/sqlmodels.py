@@ -17,6 +17,8 @@ Kind = Literal["view", "table"]
 ORDER: tuple[tuple[str, str], ...] = (
     ("staging", "stg_proposals"),
     ("staging", "stg_outcomes"),
+    ("intermediate", "int_segments"),
+    ("intermediate", "int_scopes"),
     ("intermediate", "int_decisions"),
     ("intermediate", "int_cube"),
     ("intermediate", "int_cube_scoped"),

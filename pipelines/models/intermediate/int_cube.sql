@@ -1,6 +1,7 @@
 -- Scored decisions counted by every key an additive metric needs: model and fleet, proposal, outcome,
 -- confidence grid cell and whether the decision is labelled. Confusion, Brier, log-loss, thresholds,
 -- risk-coverage, selective and cost marts all sum over this small table instead of the decisions.
+-- Counted per segment first (integer keys), then named from `int_segments`.
 with scored as (
     select * from int_decisions where is_scored
 ),
@@ -9,13 +10,11 @@ params as (
     select grid from run_params
 ),
 
-final as (
+per_segment as (
     select
-        scored.decision_type, scored.week_start, scored.week, scored.model_key, scored.model_name,
-        scored.backend, scored.device, scored.instance_type,
-        scored.proposal, scored.outcome, scored.labelled, scored.outcome_in_options,
+        scored.segment, scored.week_start, scored.proposal, scored.outcome, scored.labelled,
+        scored.outcome_pos is not null as outcome_in_options,
         floor(scored.confidence * params.grid)::int as grid_index,
-        max(scored.n_options) as n_options,
         count(*) as n,
         count(*) filter (where scored.correct) as correct,
         sum(scored.confidence) as sum_confidence,
@@ -25,6 +24,25 @@ final as (
         sum(scored.prompt_tokens) as prompt_tokens,
         sum(scored.cached_tokens) as cached_tokens
     from scored, params
+    group by all
+),
+
+final as (
+    select
+        segments.decision_type, cells.week_start, strftime(cells.week_start, '%G-W%V') as week,
+        segments.model_key, segments.model_name, segments.backend, segments.device, segments.instance_type,
+        cells.proposal, cells.outcome, cells.labelled, cells.outcome_in_options, cells.grid_index,
+        max(segments.n_options)::bigint as n_options,
+        sum(cells.n)::bigint as n,
+        sum(cells.correct)::bigint as correct,
+        sum(cells.sum_confidence) as sum_confidence,
+        sum(cells.sum_brier) as sum_brier,
+        sum(cells.sum_log_loss) as sum_log_loss,
+        sum(cells.sum_scorer_ms) as sum_scorer_ms,
+        sum(cells.prompt_tokens) as prompt_tokens,
+        sum(cells.cached_tokens) as cached_tokens
+    from per_segment as cells
+    join int_segments as segments using (segment)
     group by all
 )
 

@@ -1,11 +1,17 @@
--- Proposals joined with their outcomes, with the per-decision scalars every mart needs.
--- Materialized once so the raw Parquet is scanned once.
+-- Proposals joined with their outcomes: one narrow row per decision with the per-decision scalars every
+-- mart needs. Strings live in `int_segments` (the row keeps its segment hash); the probability vector is
+-- kept only where classwise calibration needs it, the decision id only where a severe error is possible.
+-- Materialized once so the raw Parquet is scanned and joined once.
 with proposals as (
     select * from stg_proposals
 ),
 
 outcomes as (
-    select * from stg_outcomes
+    select decision_id, outcome from stg_outcomes
+),
+
+params as (
+    select bootstrap_blocks, severe_confidence from run_params
 ),
 
 joined as (
@@ -20,40 +26,30 @@ joined as (
 
 final as (
     select
-        decision_id,
-        decision_type,
+        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+             instance_type, option_ids) as segment,
         week_start,
-        week,
         received_at,
         sampled,
-        status,
-        reason,
         status = 'scored' as is_scored,
         joined,
         status = 'scored' and joined as labelled,
         outcome,
-        outcome_pos is not null as outcome_in_options,
+        outcome_pos::utinyint as outcome_pos,
         proposal,
         confidence,
         proposal = outcome as correct,
-        len(option_ids) as n_options,
-        -- the vectors are kept only where classwise calibration needs them
-        case when status = 'scored' and joined and outcome_pos is not null then option_ids end as option_ids,
         case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
-        probabilities[outcome_pos] as p_outcome,
         list_sum(list_transform(probabilities, lambda x: x * x)) - 2 * probabilities[outcome_pos] + 1 as brier,
         -ln(greatest(probabilities[outcome_pos], 1e-15)) as log_loss,
-        model_key,
-        hash(decision_id) % params.bootstrap_blocks as block,
-        backend,
-        device,
-        instance_type,
-        model_name,
+        (hash(decision_id) % params.bootstrap_blocks)::usmallint as block,
+        case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
+             then decision_id end as decision_id,
         scorer_ms,
         total_ms,
         prompt_tokens,
         cached_tokens
-    from joined, (select bootstrap_blocks from run_params) as params
+    from joined, params
 )
 
 select * from final

@@ -2,9 +2,9 @@
 -- in `classwise_bins` equal-width bins (sklearn calibration_curve(strategy="uniform"): bin j holds
 -- (j/B, (j+1)/B]). Over labelled decisions whose outcome is one of the declared options.
 with labelled as (
-    select decision_type, week_start, week, model_key, outcome, option_ids, probabilities
+    select segment, week_start, outcome_pos, probabilities
     from int_decisions
-    where labelled and outcome_in_options
+    where probabilities is not null
 ),
 
 params as (
@@ -13,20 +13,30 @@ params as (
 
 classes as (
     select
-        decision_type, week_start, week, model_key, outcome,
-        unnest(option_ids) as option_id,
-        unnest(probabilities) as p
+        segment, week_start, outcome_pos,
+        unnest(probabilities) as p,
+        generate_subscripts(probabilities, 1) as position
     from labelled
+),
+
+per_segment as (
+    select
+        classes.segment, classes.week_start, classes.position,
+        greatest(0, least(params.classwise_bins - 1, ceil(classes.p * params.classwise_bins)::int - 1)) as bin,
+        count(*) as n,
+        sum(classes.p) as sum_p,
+        count(*) filter (where classes.position = classes.outcome_pos) as hits
+    from classes, params
+    group by all
 ),
 
 per_model as (
     select
-        classes.decision_type, classes.week_start, classes.week, classes.model_key, classes.option_id,
-        greatest(0, least(params.classwise_bins - 1, ceil(classes.p * params.classwise_bins)::int - 1)) as bin,
-        count(*) as n,
-        sum(classes.p) as sum_p,
-        sum((classes.option_id = classes.outcome)::int) as hits
-    from classes, params
+        segments.decision_type, cells.week_start, strftime(cells.week_start, '%G-W%V') as week,
+        segments.model_key, segments.option_ids[cells.position] as option_id, cells.bin,
+        sum(cells.n)::bigint as n, sum(cells.sum_p) as sum_p, sum(cells.hits) as hits
+    from per_segment as cells
+    join int_segments as segments using (segment)
     group by all
 ),
 

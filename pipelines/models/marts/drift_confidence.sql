@@ -4,19 +4,26 @@
 -- method="inverted_cdf"), and a value falls in bin = number of edges strictly below it.
 -- PSI = sum over bins of (a - e) * ln(a / e), shares floored at `psi_floor`.
 with scored as (
-    select decision_type, week_start, model_key, confidence from int_decisions where is_scored
+    select segment, week_start, confidence from int_decisions where is_scored
 ),
 
 params as (
     select * from run_params
 ),
 
-per_model as (
+per_segment as (
     select
-        scored.decision_type, scored.week_start, scored.model_key,
+        scored.segment, scored.week_start,
         least(params.psi_resolution - 1, floor(scored.confidence * params.psi_resolution))::int as q,
         count(*) as n
     from scored, params
+    group by all
+),
+
+per_model as (
+    select segments.decision_type, cells.week_start, segments.model_key, cells.q, sum(cells.n)::bigint as n
+    from per_segment as cells
+    join int_segments as segments using (segment)
     group by all
 ),
 

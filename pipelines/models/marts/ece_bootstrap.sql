@@ -11,13 +11,11 @@ params as (
 
 blocks as (
     select
-        binned.decision_type, binned.week_start, binned.model_key, binned.bin,
-        binned.block,
-        count(*) as n,
-        sum(binned.confidence) as sum_confidence,
-        sum(binned.correct::int) as correct
+        decision_type, week_start, model_key, bin, block,
+        decisions as n,
+        sum_confidence,
+        correct
     from binned
-    group by all
 ),
 
 replicate_ids as (

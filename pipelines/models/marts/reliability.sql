@@ -6,13 +6,13 @@ with binned as (
 final as (
     select
         decision_type, week_start, week, model_key, bin,
-        min(confidence) as confidence_min,
-        max(confidence) as confidence_max,
-        avg(confidence) as mean_confidence,
-        avg(correct::int) as accuracy,
-        count(*) as decisions,
-        sum(confidence) as sum_confidence,
-        sum(correct::int) as correct
+        min(confidence_min) as confidence_min,
+        max(confidence_max) as confidence_max,
+        sum(sum_confidence) / sum(decisions) as mean_confidence,
+        sum(correct) / sum(decisions) as accuracy,
+        sum(decisions)::bigint as decisions,
+        sum(sum_confidence) as sum_confidence,
+        sum(correct) as correct
     from binned
     group by all
 )

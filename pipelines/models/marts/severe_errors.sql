@@ -1,6 +1,12 @@
 -- Confident wrong proposals on options the catalog marks high-consequence, one row per decision.
+-- `int_decisions` keeps the decision id exactly for labelled, wrong proposals at `severe_confidence` or above.
 with labelled as (
-    select * from int_decisions where labelled and not correct
+    select
+        decisions.decision_id, segments.decision_type, decisions.week_start, segments.model_key,
+        decisions.proposal, decisions.confidence, decisions.outcome, decisions.received_at
+    from int_decisions as decisions
+    join int_segments as segments using (segment)
+    where decisions.decision_id is not null
 ),
 
 params as (
@@ -13,7 +19,8 @@ catalog as (
 
 final as (
     select
-        labelled.decision_id, labelled.decision_type, labelled.week_start, labelled.week, labelled.model_key,
+        labelled.decision_id, labelled.decision_type, labelled.week_start,
+        strftime(labelled.week_start, '%G-W%V') as week, labelled.model_key,
         labelled.proposal, labelled.confidence, labelled.outcome, labelled.received_at
     from labelled
     cross join params

@@ -1,5 +1,6 @@
 -- One row per offered decision in the read window (target weeks plus the drift reference weeks),
--- with its ISO week and a model identity key. Reads the registered raw relation `raw_proposals`.
+-- with the Monday of its ISO week and a model identity key. Reads the registered raw relation `raw_proposals`.
+-- The week label (`2026-W48`) is added after aggregation, never per decision.
 with source as (
     select * from raw_proposals
 ),
@@ -21,7 +22,6 @@ final as (
         decision_type,
         received_at,
         date_trunc('week', received_at)::date as week_start,
-        strftime(received_at, '%G-W%V') as week,
         sampled,
         status,
         coalesce(reason, '') as reason,
@@ -33,6 +33,8 @@ final as (
         device,
         instance_type,
         model_name,
+        model_sha256,
+        quantization,
         model_name || '@' || left(model_sha256, 12) || '/' || coalesce(quantization, '') as model_key,
         scorer_ms,
         total_ms,
