@@ -2,8 +2,8 @@
 
 ``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` and ``<out>/pipelines.duckdb``.
 
-A week's Parquet file is written aside and renamed over the old one; in the DuckDB file the week's rows
-are deleted and inserted in one transaction. Rerunning a week therefore replaces it whole.
+A week's Parquet file is written aside and renamed over the old one; in the DuckDB file the target weeks'
+rows of a mart are deleted and inserted in one transaction. Rerunning a week therefore replaces it whole.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.sqlmodels import mart_names, quote_ident
@@ -24,13 +25,24 @@ if TYPE_CHECKING:
 DATABASE_FILE = "pipelines.duckdb"
 
 
-def week_rows(con: duckdb.DuckDBPyConnection, mart: str, monday: dt.date, window: Window) -> pa.Table:
-    """One week's rows of a mart, with ``as_of`` and ``mature`` (the week's outcomes are final) appended."""
-    query = f"select * from {quote_ident(mart)} where week_start = $monday order by all"  # noqa: S608
-    table = con.sql(query, params={"monday": monday}).to_arrow_table()
-    n = table.num_rows
-    table = table.append_column("as_of", pa.array([window.as_of] * n, pa.timestamp("us", tz="UTC")))
-    return table.append_column("mature", pa.array([window.is_mature(monday)] * n, pa.bool_()))
+def mart_rows(con: duckdb.DuckDBPyConnection, mart: str, window: Window) -> pa.Table:
+    """The target weeks' rows of a mart, ordered, with ``as_of`` and ``mature`` (outcomes final)."""
+    mondays = window.targets()
+    query = (
+        f"select * from {quote_ident(mart)} "  # noqa: S608  (a mart name, quoted)
+        "where week_start >= $first and week_start <= $last order by all"
+    )
+    table = con.sql(query, params={"first": mondays[0], "last": mondays[-1]}).to_arrow_table()
+    mature = {monday: window.is_mature(monday) for monday in mondays}
+    flags = [mature.get(monday, False) for monday in table.column("week_start").to_pylist()]
+    as_of = pa.array([window.as_of] * table.num_rows, pa.timestamp("us", tz="UTC"))
+    table = table.append_column("as_of", as_of)
+    return table.append_column("mature", pa.array(flags, pa.bool_()))
+
+
+def week_of(table: pa.Table, monday: dt.date) -> pa.Table:
+    """The rows of one week (order kept)."""
+    return table.filter(pc.equal(table.column("week_start"), pa.scalar(monday, pa.date32())))
 
 
 def write_parquet(path: Path, table: pa.Table) -> None:
@@ -41,11 +53,11 @@ def write_parquet(path: Path, table: pa.Table) -> None:
     tmp.replace(path)
 
 
-def replace_week(db: duckdb.DuckDBPyConnection, mart: str, monday: dt.date, table: pa.Table) -> None:
-    """Replace one week's rows of ``mart`` in the output DuckDB file, in one transaction.
+def replace_weeks(db: duckdb.DuckDBPyConnection, mart: str, mondays: list[dt.date], table: pa.Table) -> None:
+    """Replace the target weeks' rows of ``mart`` in the output DuckDB file, in one transaction.
 
     A mart that gained columns since the file was written gets them added (older weeks read NULL there);
-    a failure rolls the week back, leaving the previous rows in place.
+    a failure rolls the weeks back, leaving the previous rows in place.
     """
     name = quote_ident(mart)
     db.register("incoming", table)
@@ -54,7 +66,8 @@ def replace_week(db: duckdb.DuckDBPyConnection, mart: str, monday: dt.date, tabl
         add_new_columns(db, mart)
         db.execute("begin")
         try:
-            db.execute(f"delete from {name} where week_start = $monday", {"monday": monday})  # noqa: S608
+            db.execute(f"delete from {name} where list_contains($mondays, week_start)",  # noqa: S608
+                       {"mondays": mondays})
             db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
         except duckdb.Error:
             db.execute("rollback")
@@ -74,19 +87,20 @@ def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str) -> None:
 
 
 def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> dict[str, int]:
-    """Write every mart for every target week; return rows written per mart."""
+    """Write every mart for every target week (one query and one transaction per mart); rows per mart."""
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[str, int] = {}
+    mondays = window.targets()
     db = duckdb.connect(str(out / DATABASE_FILE))
     try:
         db.execute("set TimeZone = 'UTC'")
         for mart in mart_names():
-            rows[mart] = 0
-            for monday in window.targets():
-                table = week_rows(con, mart, monday, window)
-                write_parquet(out / mart / f"week={week_label(monday)}" / "part-0.parquet", table)
-                replace_week(db, mart, monday, table)
-                rows[mart] += table.num_rows
+            table = mart_rows(con, mart, window)
+            for monday in mondays:
+                path = out / mart / f"week={week_label(monday)}" / "part-0.parquet"
+                write_parquet(path, week_of(table, monday))
+            replace_weeks(db, mart, mondays, table)
+            rows[mart] = table.num_rows
     finally:
         db.close()
     return rows

@@ -12,14 +12,16 @@ params as (
 
 per_segment as (
     select
-        scored.segment, scored.week_start, scored.proposal, scored.outcome, scored.labelled,
-        scored.outcome_pos is not null as outcome_in_options,
+        scored.segment, scored.week_start, scored.proposal_pos, scored.proposal_other,
+        scored.outcome_pos, scored.outcome_other, scored.labelled,
         floor(scored.confidence * params.grid)::int as grid_index,
         count(*) as n,
         count(*) filter (where scored.correct) as correct,
         sum(scored.confidence) as sum_confidence,
-        sum(scored.brier) as sum_brier,
-        sum(scored.log_loss) as sum_log_loss,
+        -- multiclass Brier: sum over options of (p - [option = outcome])^2 = sum p^2 - 2 p_outcome + 1
+        sum(list_sum(list_transform(scored.probabilities, lambda x: x * x))
+            - 2 * scored.probabilities[scored.outcome_pos] + 1) as sum_brier,
+        sum(-ln(greatest(scored.probabilities[scored.outcome_pos], 1e-15))) as sum_log_loss,
         sum(scored.scorer_ms) as sum_scorer_ms,
         sum(scored.prompt_tokens) as prompt_tokens,
         sum(scored.cached_tokens) as cached_tokens
@@ -31,7 +33,9 @@ final as (
     select
         segments.decision_type, cells.week_start, strftime(cells.week_start, '%G-W%V') as week,
         segments.model_key, segments.model_name, segments.backend, segments.device, segments.instance_type,
-        cells.proposal, cells.outcome, cells.labelled, cells.outcome_in_options, cells.grid_index,
+        coalesce(segments.option_ids[cells.proposal_pos], cells.proposal_other) as proposal,
+        coalesce(segments.option_ids[cells.outcome_pos], cells.outcome_other) as outcome,
+        cells.labelled, cells.outcome_pos is not null as outcome_in_options, cells.grid_index,
         max(segments.n_options)::bigint as n_options,
         sum(cells.n)::bigint as n,
         sum(cells.correct)::bigint as correct,

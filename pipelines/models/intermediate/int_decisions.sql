@@ -1,6 +1,8 @@
 -- Proposals joined with their outcomes: one narrow row per decision with the per-decision scalars every
--- mart needs. Strings live in `int_segments` (the row keeps its segment hash); the probability vector is
--- kept only where classwise calibration needs it, the decision id only where a severe error is possible.
+-- mart needs. Strings live in `int_segments` (the row keeps its segment hash, and the proposal and outcome
+-- as positions in the segment's options; an id outside them is kept as text); the probability vector is
+-- kept only for labelled decisions whose outcome is an option (Brier, log-loss, classwise calibration),
+-- the decision id only where a severe error is possible.
 -- Materialized once so the raw Parquet is scanned and joined once.
 with proposals as (
     select * from stg_proposals
@@ -19,7 +21,8 @@ joined as (
         proposals.*,
         outcomes.outcome,
         outcomes.outcome is not null as joined,
-        list_position(proposals.option_ids, outcomes.outcome) as outcome_pos
+        list_position(proposals.option_ids, outcomes.outcome) as outcome_pos,
+        list_position(proposals.option_ids, proposals.proposal) as proposal_pos
     from proposals
     left join outcomes using (decision_id)
 ),
@@ -34,14 +37,13 @@ final as (
         status = 'scored' as is_scored,
         joined,
         status = 'scored' and joined as labelled,
-        outcome,
         outcome_pos::utinyint as outcome_pos,
-        proposal,
+        case when outcome_pos is null then outcome end as outcome_other,
+        proposal_pos::utinyint as proposal_pos,
+        case when proposal_pos is null then proposal end as proposal_other,
         confidence,
         proposal = outcome as correct,
         case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
-        list_sum(list_transform(probabilities, lambda x: x * x)) - 2 * probabilities[outcome_pos] + 1 as brier,
-        -ln(greatest(probabilities[outcome_pos], 1e-15)) as log_loss,
         (hash(decision_id) % params.bootstrap_blocks)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,

@@ -2,18 +2,21 @@
 -- and option list. Each decision carries only its segment's 64-bit hash (`int_decisions.segment`); every
 -- string lives here once. Scope ids for the per-row metrics: `model_scope` (type x model identity),
 -- `all_scope` (type, all models: '*'; negative) and `fleet_scope` (type x backend x device x instance type).
--- The runner checks that no two segments share a hash.
+-- The runner checks that no two segments share a hash (exactly for the scalar columns; option lists are
+-- told apart by the hash alone).
 with proposals as (
     select * from stg_proposals
 ),
 
 distinct_segments as (
-    select distinct
+    select
         hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
              instance_type, option_ids) as segment,
         decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-        instance_type, option_ids
+        instance_type,
+        any_value(option_ids) as option_ids
     from proposals
+    group by all
 ),
 
 final as (

@@ -3,7 +3,10 @@
 with labelled as (
     select
         decisions.decision_id, segments.decision_type, decisions.week_start, segments.model_key,
-        decisions.proposal, decisions.confidence, decisions.outcome, decisions.received_at
+        coalesce(segments.option_ids[decisions.proposal_pos], decisions.proposal_other) as proposal,
+        decisions.confidence,
+        coalesce(segments.option_ids[decisions.outcome_pos], decisions.outcome_other) as outcome,
+        decisions.received_at
     from int_decisions as decisions
     join int_segments as segments using (segment)
     where decisions.decision_id is not null

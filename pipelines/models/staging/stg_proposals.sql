@@ -21,7 +21,7 @@ final as (
         decision_id,
         decision_type,
         received_at,
-        date_trunc('week', received_at)::date as week_start,
+        date_trunc('week', make_timestamp(epoch_us(received_at)))::date as week_start,  -- UTC, without ICU
         sampled,
         status,
         coalesce(reason, '') as reason,
