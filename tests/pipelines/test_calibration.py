@@ -152,6 +152,16 @@ def test_calibration_invariants_and_known_properties(computed: Computed) -> None
             assert row["ece"] < calibrated_limit
 
 
+def binned_per_bin(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
+    """Build the three equal-mass bin models on ``con``: (model key, bin, count, lowest, highest) per bin."""
+    for name in ("int_calibration_buckets", "int_calibration_edges"):
+        con.execute(f"create table {name} as {model_sql(name)}")
+    return con.sql(
+        "select model_key, bin, sum(decisions), min(confidence_min), max(confidence_max) "  # noqa: S608  (our model)
+        f"from ({model_sql('int_calibration_binned')}) group by all order by all"
+    ).fetchall()
+
+
 def test_equal_mass_bins_on_a_tiny_case_with_ties() -> None:
     """Given five confidences with a three-way tie and two bins.
 
@@ -170,10 +180,7 @@ def test_equal_mass_bins_on_a_tiny_case_with_ties() -> None:
         "v as confidence, true as correct, 0::usmallint as block, true as labelled from unnest($v) as t(v)",
         {"v": values},
     )
-    got = con.sql(
-        "select model_key, bin, sum(decisions), min(confidence_min), max(confidence_max) "  # noqa: S608  (our model)
-        f"from ({model_sql('int_calibration_binned')}) group by all order by all"
-    ).fetchall()
+    got = binned_per_bin(con)
     expected = np.array(list(equal_mass_bins(np.array(values), 2)))
     per_bin = [
         (int(b), int((expected == b).sum()), min(v for v, e in zip(values, expected, strict=True) if e == b),
@@ -206,10 +213,7 @@ def test_equal_mass_bins_match_numpy_with_many_ties_and_edges_sharing_buckets(de
         "0::usmallint as block, true as labelled",
         {"v": values.tolist(), "s": models.tolist()},
     )
-    got = con.sql(
-        "select model_key, bin, sum(decisions), min(confidence_min), max(confidence_max) "  # noqa: S608  (our model)
-        f"from ({model_sql('int_calibration_binned')}) group by all order by all"
-    ).fetchall()
+    got = binned_per_bin(con)
     for key, rows in (("a", values[models == 1]), ("b", values[models == 2]), ("*", values)):
         ids = equal_mass_bins(rows, 15)
         expected = [

@@ -1,6 +1,7 @@
 -- Scored decisions counted by every key an additive metric needs: model and fleet, proposal, outcome,
 -- confidence grid cell and whether the decision is labelled. Confusion, Brier, log-loss, thresholds,
--- risk-coverage, selective and cost marts all sum over this small table instead of the decisions.
+-- risk-coverage, selective and cost marts all sum over this small table instead of the decisions
+-- (scorer time and tokens: `int_usage`).
 -- Counted per segment first (integer keys), then named from `int_segments`.
 with scored as (
     select * from int_decisions where is_scored
@@ -21,10 +22,7 @@ per_segment as (
         -- multiclass Brier: sum over options of (p - [option = outcome])^2 = sum p^2 - 2 p_outcome + 1
         sum(list_sum(list_transform(scored.probabilities, lambda x: x * x))
             - 2 * scored.probabilities[scored.outcome_pos] + 1) as sum_brier,
-        sum(-ln(greatest(scored.probabilities[scored.outcome_pos], 1e-15))) as sum_log_loss,
-        sum(scored.scorer_ms) as sum_scorer_ms,
-        sum(scored.prompt_tokens) as prompt_tokens,
-        sum(scored.cached_tokens) as cached_tokens
+        sum(-ln(greatest(scored.probabilities[scored.outcome_pos], 1e-15))) as sum_log_loss
     from scored, params
     group by all
 ),
@@ -41,10 +39,7 @@ final as (
         sum(cells.correct)::bigint as correct,
         sum(cells.sum_confidence) as sum_confidence,
         sum(cells.sum_brier) as sum_brier,
-        sum(cells.sum_log_loss) as sum_log_loss,
-        sum(cells.sum_scorer_ms) as sum_scorer_ms,
-        sum(cells.prompt_tokens) as prompt_tokens,
-        sum(cells.cached_tokens) as cached_tokens
+        sum(cells.sum_log_loss) as sum_log_loss
     from per_segment as cells
     join int_segments as segments using (segment)
     group by all

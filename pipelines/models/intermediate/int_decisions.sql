@@ -2,7 +2,7 @@
 -- mart needs. Strings live in `int_segments` (the row keeps its segment hash, and the proposal and outcome
 -- as positions in the segment's options; an id outside them is kept as text); the probability vector is
 -- kept only for labelled decisions whose outcome is an option (Brier, log-loss, classwise calibration),
--- the decision id only where a severe error is possible.
+-- the decision id and time only where a severe error is possible. Latency and usage read the proposals.
 -- Materialized once so the raw Parquet is scanned and joined once.
 with proposals as (
     select * from stg_proposals
@@ -32,7 +32,6 @@ final as (
         hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
              instance_type, option_ids) as segment,
         week_start,
-        received_at,
         sampled,
         status = 'scored' as is_scored,
         joined,
@@ -47,10 +46,8 @@ final as (
         (hash(decision_id) % params.bootstrap_blocks)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,
-        scorer_ms,
-        total_ms,
-        prompt_tokens,
-        cached_tokens
+        case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
+             then received_at end as received_at
     from joined, params
 )
 

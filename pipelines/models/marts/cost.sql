@@ -11,18 +11,29 @@ params as (
     select utilization from run_params
 ),
 
-usage as (
+counted as (
     select
         decision_type, week_start, week, backend, device, instance_type, model_name,
         sum(n)::bigint as scored,
         coalesce(sum(n) filter (where accepted), 0)::bigint as accepted,
         coalesce(sum(n) filter (where accepted and labelled), 0)::bigint as accepted_labelled,
-        coalesce(sum(correct) filter (where accepted and labelled), 0)::bigint as accepted_correct,
-        sum(sum_scorer_ms) / 3600000.0 as busy_hours,
-        sum(prompt_tokens - coalesce(cached_tokens, 0))::bigint as uncached_tokens,
-        sum(coalesce(cached_tokens, 0))::bigint as cached_tokens
+        coalesce(sum(correct) filter (where accepted and labelled), 0)::bigint as accepted_correct
     from decisions
     group by all
+),
+
+usage as (
+    select
+        counted.*,
+        spent.sum_scorer_ms / 3600000.0 as busy_hours,
+        (spent.prompt_tokens - coalesce(spent.cached_tokens, 0))::bigint as uncached_tokens,
+        coalesce(spent.cached_tokens, 0)::bigint as cached_tokens
+    from counted
+    left join int_usage as spent
+        on spent.decision_type = counted.decision_type and spent.week_start = counted.week_start
+        and spent.backend is not distinct from counted.backend and spent.device is not distinct from counted.device
+        and spent.instance_type is not distinct from counted.instance_type
+        and spent.model_name is not distinct from counted.model_name
 ),
 
 priced as (

@@ -1,0 +1,107 @@
+-- The equal-mass bin edges of every scope (per model and '*') as seen from each confidence bucket: how
+-- many edges lie in lower buckets and which edge values lie inside it. Edge k of a scope with n labelled
+-- decisions is v_k, the sorted confidence at the 0-based index m_k = floor(k (n - 1) / B); the bucket
+-- holding m_k is found from the running counts of `int_calibration_buckets`, and only that bucket's
+-- rows are ranked to read v_k.
+with labelled as (
+    select
+        decisions.week_start, segments.model_scope, segments.all_scope,
+        decisions.confidence, decisions.correct, decisions.block,
+        floor(decisions.confidence * 4096)::integer as bucket
+    from int_decisions as decisions
+    join int_segments as segments using (segment)
+    where decisions.labelled
+),
+
+params as (
+    select ece_bins from run_params
+),
+
+cells as (
+    select * from int_calibration_buckets
+),
+
+counts as (
+    select week_start, model_scope as scope, bucket, sum(n) as n from cells group by all
+    union all
+    select week_start, all_scope, bucket, sum(n) from cells group by all
+),
+
+cumulative as (
+    select
+        *,
+        sum(n) over (partition by week_start, scope order by bucket) - n as below,
+        sum(n) over (partition by week_start, scope) as total
+    from counts
+),
+
+targets as (
+    select cumulative.week_start, cumulative.scope, cumulative.bucket, k.k,
+        (k.k * (cumulative.total - 1)) // params.ece_bins - cumulative.below as position
+    from cumulative
+    cross join params
+    cross join (select unnest(range(1, ece_bins)) as k from run_params) as k
+    where (k.k * (cumulative.total - 1)) // params.ece_bins >= cumulative.below
+      and (k.k * (cumulative.total - 1)) // params.ece_bins < cumulative.below + cumulative.n
+),
+
+wanted as (
+    select distinct week_start, scope, bucket from targets
+),
+
+candidates as (
+    select labelled.week_start, labelled.model_scope as scope, labelled.bucket, labelled.confidence
+    from labelled
+    semi join wanted
+        on wanted.week_start = labelled.week_start and wanted.scope = labelled.model_scope
+        and wanted.bucket = labelled.bucket
+    union all
+    select labelled.week_start, labelled.all_scope, labelled.bucket, labelled.confidence
+    from labelled
+    semi join wanted
+        on wanted.week_start = labelled.week_start and wanted.scope = labelled.all_scope
+        and wanted.bucket = labelled.bucket
+),
+
+ranked as (
+    select *, row_number() over (partition by week_start, scope, bucket order by confidence) - 1 as position
+    from candidates
+),
+
+edges as (
+    select targets.week_start, targets.scope, targets.bucket, targets.k, ranked.confidence as edge
+    from targets
+    join ranked using (week_start, scope, bucket, position)
+),
+
+marks as (
+    select
+        keys.week_start, keys.model_scope, keys.bucket,
+        count(model_edges.k) filter (where model_edges.bucket < keys.bucket) as model_below,
+        list(model_edges.edge) filter (where model_edges.bucket = keys.bucket) as model_inside
+    from (select distinct week_start, model_scope, bucket from cells) as keys
+    left join edges as model_edges
+        on model_edges.week_start = keys.week_start and model_edges.scope = keys.model_scope
+    group by all
+),
+
+all_marks as (
+    select
+        keys.week_start, keys.all_scope, keys.bucket,
+        count(all_edges.k) filter (where all_edges.bucket < keys.bucket) as all_below,
+        list(all_edges.edge) filter (where all_edges.bucket = keys.bucket) as all_inside
+    from (select distinct week_start, all_scope, bucket from cells) as keys
+    left join edges as all_edges
+        on all_edges.week_start = keys.week_start and all_edges.scope = keys.all_scope
+    group by all
+),
+
+final as (
+    select marks.week_start, marks.model_scope, marks.bucket,
+        marks.model_below, marks.model_inside, all_marks.all_below, all_marks.all_inside
+    from (select distinct week_start, model_scope, all_scope, bucket from cells) as keys
+    join marks using (week_start, model_scope, bucket)
+    join all_marks using (week_start, all_scope, bucket)
+)
+
+select * from final
