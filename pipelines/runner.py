@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 
     from pipelines.prices import PriceTable
     from pipelines.settings import PipelineSettings
+    from pipelines.source import WindowFiles
     from pipelines.storage import Root
     from pipelines.weeks import Window
+
+BUILT_BY_TYPE = "int_decisions"
+"""The model built one decision type at a time (proposals and outcomes join on decision id and type)."""
 
 PSI_RESOLUTION = 1000
 PSI_FLOOR = 1e-4
@@ -120,20 +124,49 @@ def bind_config(
 
 
 def build(
-    con: duckdb.DuckDBPyConnection, models: list[Model], on_step: Callable[[Model], None] | None = None
+    con: duckdb.DuckDBPyConnection,
+    models: list[Model],
+    on_step: Callable[[Model], None] | None = None,
+    files: WindowFiles | None = None,
 ) -> dict[str, float]:
-    """Create every model in order; return seconds per model."""
+    """Create every model in order; return seconds per model.
+
+    With the window's ``files``, ``int_decisions`` (the join of proposals and outcomes, whose hash tables
+    dominate the job's memory) is built one decision type at a time, largest first.
+    """
     seconds: dict[str, float] = {}
     for model in models:
         started = time.perf_counter()
         try:
-            con.execute(model.create_statement())
+            if model.name == BUILT_BY_TYPE:
+                build_by_type(con, model, files)
+            else:
+                con.execute(model.create_statement())
         except duckdb.Error as exc:
             raise PipelinesError(f"model {model.name} failed: {exc}") from exc
         seconds[model.name] = time.perf_counter() - started
         if on_step is not None:
             on_step(model)
     return seconds
+
+
+def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None) -> None:
+    """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several.
+
+    The hash table is built on the (latest) outcomes, as the SQL is written: DuckDB's cardinality estimates
+    for the Parquet scans can otherwise put the wide proposals on the build side.
+    """
+    types = files.types_largest_first() if files is not None and len(files.proposals) > 1 else [None]
+    con.execute("set disabled_optimizers = 'build_side_probe_side'")
+    try:
+        for index, decision_type in enumerate(types):
+            if files is not None and decision_type is not None:
+                files.register(con, decision_type)
+            con.execute(model.create_statement() if index == 0 else model.insert_statement())
+    finally:
+        con.execute("reset disabled_optimizers")
+        if files is not None:
+            files.register(con)
 
 
 def check_segments(con: duckdb.DuckDBPyConnection) -> None:
@@ -164,9 +197,11 @@ def run(
     window = job.window
     try:
         result = RunResult(weeks=[m.isoformat() for m in window.targets()])
-        result.files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
+        files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
+        result.files = files.counts()
         bind_config(con, job.settings, window, job.prices)
-        result.seconds = build(con, load_models(), None if on_step is None else lambda m: on_step(m.name))
+        step = None if on_step is None else lambda m: on_step(m.name)
+        result.seconds = build(con, load_models(), step, files)
         check_segments(con)
         if job.out is not None:
             result.rows = write_marts(con, job.out, window)

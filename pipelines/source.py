@@ -1,7 +1,8 @@
 """The raw relations.
 
 Records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.
-Partitions are pruned by their ``date=`` folder before anything is opened.
+Partitions are pruned by their ``date=`` folder before anything is opened. The files are kept by decision
+type so that the one large join (``int_decisions``) can be built one type at a time.
 
 Local roots are read by DuckDB's own Parquet reader; ``s3://`` roots through a pyarrow dataset that
 DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records-v1 schema
@@ -11,6 +12,7 @@ from ``shadow.records.schema`` and fail with ``SchemaMismatch`` on a file that d
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -37,22 +39,49 @@ def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
     )
 
 
-def list_files(root: Root, dataset: str, first: dt.date, last: dt.date) -> list[str]:
-    """Complete Parquet files of ``dataset`` in ``date=`` partitions from ``first`` to ``last`` inclusive."""
-    files: list[str] = []
+def list_files(root: Root, dataset: str, first: dt.date, last: dt.date) -> dict[str, list[str]]:
+    """Complete Parquet files of ``dataset`` in ``date=`` partitions ``first..last``, by decision type."""
+    files: dict[str, list[str]] = {}
     lo, hi = first.isoformat(), last.isoformat()
-    for _, type_dir in _children(root, root.join(dataset), "decision_type="):
+    for decision_type, type_dir in _children(root, root.join(dataset), "decision_type="):
         for date, date_dir in _children(root, type_dir, "date="):
             if lo <= date <= hi:
                 infos = root.fs.get_file_info(pafs.FileSelector(date_dir))
-                files += sorted(
+                files.setdefault(decision_type, []).extend(sorted(
                     i.path
                     for i in infos
                     if i.type == pafs.FileType.File
                     and i.base_name.endswith(".parquet")
                     and not i.base_name.startswith(".")
-                )
+                ))
     return files
+
+
+@dataclass(frozen=True)
+class WindowFiles:
+    """The window's proposals and outcomes files, by decision type (the join key holds the type)."""
+
+    root: Root
+    proposals: dict[str, list[str]]
+    outcomes: dict[str, list[str]]
+
+    def counts(self) -> dict[str, int]:
+        """How many files each dataset has."""
+        return {name: sum(map(len, files.values())) for name, files in self.datasets().items()}
+
+    def datasets(self) -> dict[str, dict[str, list[str]]]:
+        """``{"proposals": ..., "outcomes": ...}``."""
+        return {"proposals": self.proposals, "outcomes": self.outcomes}
+
+    def types_largest_first(self) -> list[str]:
+        """The decision types with proposals, most files first (ties by name)."""
+        return sorted(self.proposals, key=lambda t: (-len(self.proposals[t]), t))
+
+    def register(self, con: duckdb.DuckDBPyConnection, decision_type: str | None = None) -> None:
+        """Register ``raw_proposals`` and ``raw_outcomes`` over every type's files, or over one type's."""
+        for name, files in self.datasets().items():
+            chosen = [f for t in sorted(files) if decision_type in (None, t) for f in files[t]]
+            register(con, self.root, name, chosen)
 
 
 def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: list[str]) -> None:
@@ -94,13 +123,13 @@ def register_window(
     read_start: dt.datetime,
     read_end: dt.datetime,
     as_of: dt.datetime,
-) -> dict[str, int]:
-    """Register both raw relations for the window; return how many files each has. ``NoInput`` if none."""
+) -> WindowFiles:
+    """Register both raw relations for the window and return its files. ``NoInput`` if there are none."""
     last_day = (read_end - dt.timedelta(microseconds=1)).date()
     proposals = list_files(root, "proposals", read_start.date(), last_day)
     if not proposals:
         raise NoInput(f"no proposals under {root.uri} from {read_start.date()} to {last_day}")
     outcomes = list_files(root, "outcomes", read_start.date(), max(as_of.date(), read_start.date()))
-    register(con, root, "proposals", proposals)
-    register(con, root, "outcomes", outcomes)
-    return {"proposals": len(proposals), "outcomes": len(outcomes)}
+    files = WindowFiles(root, proposals, outcomes)
+    files.register(con)
+    return files

@@ -72,6 +72,10 @@ class Model:
         """``create or replace <kind> <name> as <sql>``."""
         return f"create or replace {self.kind} {quote_ident(self.name)} as\n{self.sql}"
 
+    def insert_statement(self) -> str:
+        """``insert into <name> <sql>``: more rows for a table built in parts."""
+        return f"insert into {quote_ident(self.name)}\n{self.sql}"
+
 
 def quote_ident(name: str) -> str:
     """Quote a SQL identifier (double quotes, embedded quotes doubled); the only way names enter SQL."""
