@@ -102,6 +102,28 @@ def run_raw_prefill(engine: Engine, decisions: list[Decision]) -> dict[str, Any]
     return {"tokens": tokens, "wall": elapsed, "rate": tokens / elapsed}
 
 
+def decode_by_batch_size(settings: ScorerSettings, repeats: int = 5) -> None:
+    """Print llama_decode's time per call and tokens/s by batch size (logits on the last token only)."""
+    engine = Engine.from_settings(settings)
+    try:
+        rt = engine.rt
+        tokens = rt.tokenize("The customer writes again about the double charge on the invoice. " * 20)
+        print("| tokens per llama_decode | ms per call | tokens/s |")
+        print("|---:|---:|---:|")
+        for n in (1, 4, 8, 16, 32, 64, 128, 256):
+            times = []
+            for _ in range(repeats):
+                rt.clear()
+                t = time.perf_counter()
+                rt.decode([Token(tok, i, (0,), i == n - 1) for i, tok in enumerate(tokens[:n])])
+                times.append(time.perf_counter() - t)
+            ms = statistics.median(times) * 1000
+            print(f"| {n} | {ms:.1f} | {n / ms * 1000:.0f} |")
+        rt.clear()
+    finally:
+        engine.close()
+
+
 def accuracy(responses: list[dict[str, Any]], decisions: list[Decision]) -> dict[str, float]:
     """Accuracy of the argmax under each normalization (all derived from the same logits)."""
     out: dict[str, float] = {}
@@ -139,7 +161,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each method; medians reported")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-options", choices=["on", "off"], default="on")
+    parser.add_argument("--batch-sizes", action="store_true", help="only time llama_decode by batch size")
     args = parser.parse_args()
+    if args.batch_sizes:
+        decode_by_batch_size(ScorerSettings(n_threads=args.threads))
+        return
     per_domain = max(1, round(args.decisions * 12 / 150))
     decisions = clinc_routing(
         n_in_scope_per_domain=per_domain, n_oos=max(1, args.decisions - 10 * per_domain)
