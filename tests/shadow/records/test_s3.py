@@ -100,8 +100,8 @@ async def test_uploads_are_retried_while_s3_is_down(s3_settings: RecordSettings,
         finally:
             moto.start()
             _client(settings).create_bucket(Bucket=bucket)
-        await _until(lambda: not staged_files(settings.staging_dir))
-        assert store.stats.staged_bytes == 0
+        # the staged file goes first, the byte count right after: wait for both
+        await _until(lambda: not staged_files(settings.staging_dir) and store.stats.staged_bytes == 0)
     keys = _keys(settings)
     assert keys
     rows = sum(pq.read_table(io.BytesIO(_client(settings).get_object(Bucket=bucket, Key=k)["Body"].read()))
