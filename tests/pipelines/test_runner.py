@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipelines.output import DATABASE_FILE
-from pipelines.sqlmodels import mart_names
-from tests.pipelines.conftest import AS_OF, run_window
+from pipelines.sqlmodels import load_models, mart_names
+from tests.pipelines.conftest import AS_OF, Computed, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,3 +93,25 @@ def test_a_mart_that_gained_a_column_is_extended_in_the_file(records_root: Path,
     with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
         rows = db.sql("select count(*), count(label_rate) from per_option").fetchall()
     assert rows[0][0] == rows[0][1] > 0
+
+
+def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(computed: Computed) -> None:
+    """The runner builds int_decisions per decision type (hash table on the outcomes).
+
+    The rows equal those of the same SQL run once over every file, and every offered decision is there once.
+    """
+    model = next(m for m in load_models() if m.name == "int_decisions")
+    con = computed.con
+    con.execute(f"create or replace temp table whole_decisions as {model.sql}")
+    try:
+        (differ,) = con.sql(
+            "select count(*) from ((from whole_decisions except all from int_decisions) "
+            "union all (from int_decisions except all from whole_decisions))"
+        ).fetchall()[0]
+        (rows, offered) = con.sql(
+            "select (select count(*) from int_decisions), (select sum(offered) from funnel)"
+        ).fetchall()[0]
+    finally:
+        con.execute("drop table whole_decisions")
+    assert differ == 0
+    assert rows == offered > 0
