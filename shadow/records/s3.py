@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -21,18 +23,21 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shadow.records.errors import UploadFailed
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from shadow.records.settings import RecordSettings
 
 
 def make_client(settings: RecordSettings) -> Any:
     """A boto3 S3 client with short timeouts and no hidden retries (the uploader retries itself)."""
-    config = Config(connect_timeout=settings.s3_timeout_s, read_timeout=settings.s3_timeout_s,
-                    retries={"total_max_attempts": 1}, request_checksum_calculation="when_required",
-                    response_checksum_validation="when_required")
-    return boto3.client("s3", endpoint_url=settings.s3_endpoint_url, region_name=settings.s3_region,
-                        config=config)
+    config = Config(
+        connect_timeout=settings.s3_timeout_s,
+        read_timeout=settings.s3_timeout_s,
+        retries={"total_max_attempts": 1},
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
+    return boto3.client(
+        "s3", endpoint_url=settings.s3_endpoint_url, region_name=settings.s3_region, config=config
+    )
 
 
 def _b64(digest: bytes) -> str:
@@ -74,8 +79,9 @@ class S3Uploader:
     def _put(self, path: Path, key: str) -> None:
         body = path.read_bytes()
         digest = hashlib.md5(body, usedforsecurity=False).digest()
-        reply = self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentMD5=_b64(digest),
-                                        **self._sse())
+        reply = self._client.put_object(
+            Bucket=self._bucket, Key=key, Body=body, ContentMD5=_b64(digest), **self._sse()
+        )
         self._check_etag(key, reply["ETag"], digest.hex())
 
     def _multipart(self, path: Path, key: str) -> None:
@@ -84,7 +90,8 @@ class S3Uploader:
         try:
             parts, digests = self._send_parts(path, key, upload_id)
             self._client.complete_multipart_upload(
-                Bucket=self._bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
+                Bucket=self._bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
         except Exception:
             self._client.abort_multipart_upload(Bucket=self._bucket, Key=key, UploadId=upload_id)
             raise
@@ -99,8 +106,14 @@ class S3Uploader:
             while chunk := fh.read(self._settings.s3_multipart_bytes):
                 digest = hashlib.md5(chunk, usedforsecurity=False).digest()
                 number = len(parts) + 1
-                reply = self._client.upload_part(Bucket=self._bucket, Key=key, UploadId=upload_id,
-                                                 PartNumber=number, Body=chunk, ContentMD5=_b64(digest))
+                reply = self._client.upload_part(
+                    Bucket=self._bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=chunk,
+                    ContentMD5=_b64(digest),
+                )
                 parts.append({"PartNumber": number, "ETag": reply["ETag"]})
                 digests.append(digest)
         return parts, digests
@@ -115,6 +128,13 @@ def staged_files(staging_dir: Path) -> list[tuple[Path, str]]:
     """Finished files waiting for upload, oldest first, with their path relative to the staging folder."""
     if not staging_dir.is_dir():
         return []
-    files = [p for p in staging_dir.rglob("*.parquet") if not p.name.startswith(".")]
+    # os.walk skips folders that vanish while it lists (the uploader prunes empty partitions
+    # concurrently); Path.rglob raised FileNotFoundError in that race.
+    files = [
+        Path(root) / name
+        for root, _dirs, names in os.walk(staging_dir)
+        for name in names
+        if name.endswith(".parquet") and not name.startswith(".")
+    ]
     files.sort(key=lambda p: p.name)
     return [(p, p.relative_to(staging_dir).as_posix()) for p in files]
