@@ -83,6 +83,7 @@ class Engine:
         self.stats = EngineStats()
         self._cached_static: tuple[int, ...] | None = None
         self._content_free: dict[tuple[str, ...], FloatArray] = {}
+        self._static_tokens: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -188,7 +189,7 @@ class Engine:
 
     def prepare(self, question: str, option_texts: Sequence[str], state: str) -> Prepared:
         """Render, tokenize and segment a decision; cut the state's tail if it does not fit."""
-        seg = segment(prompt.render(question, option_texts, state), option_texts, self.rt.tokenize)
+        seg = self._segment(prompt.render(question, option_texts, state), option_texts)
         for i, option in enumerate(seg.options):
             if len(option) > self.rt.config.n_batch:
                 raise PromptTooLong(
@@ -197,7 +198,7 @@ class Engine:
                 )
         if seg.kv_cells_needed() <= self.rt.n_ctx:
             return Prepared(seg, 0)
-        bare = segment(prompt.render(question, option_texts, ""), option_texts, self.rt.tokenize)
+        bare = self._segment(prompt.render(question, option_texts, ""), option_texts)
         if bare.kv_cells_needed() > self.rt.n_ctx:
             raise PromptTooLong(
                 f"question and options need {bare.kv_cells_needed()} tokens; the context holds "
@@ -209,11 +210,20 @@ class Engine:
         while True:
             keep = max(0, keep)
             text = self.rt.detokenize(state_tokens[:keep])
-            seg = segment(prompt.render(question, option_texts, text), option_texts, self.rt.tokenize)
+            seg = self._segment(prompt.render(question, option_texts, text), option_texts)
             excess = seg.kv_cells_needed() - self.rt.n_ctx
             if excess <= 0 or keep == 0:
                 return Prepared(seg, len(state_tokens) - keep)
             keep -= excess
+
+    def _segment(self, rendered: prompt.RenderedPrompt, option_texts: Sequence[str]) -> Segmented:
+        """Segment with the static part's tokens cached per static text (one tokenizer call saved)."""
+        static = self._static_tokens.get(rendered.static)
+        if static is None:
+            if len(self._static_tokens) >= 256:
+                self._static_tokens.pop(next(iter(self._static_tokens)))
+            static = self._static_tokens[rendered.static] = self.rt.tokenize(rendered.static)
+        return segment(rendered, option_texts, self.rt.tokenize, static)
 
     def score_prepared(self, prepared: Prepared) -> Scored:
         """Decode the segments and return each option's summed log-probability."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +102,7 @@ class LlamaRuntime:
         self.n_ctx: int = llama_cpp.llama_n_ctx(self._ctx)
         self.n_swa: int = llama_cpp.llama_model_n_swa(self._model)
         self._batch = llama_cpp.llama_batch_init(config.n_batch, 0, config.n_seq_max)
+        self._scratch = np.empty(self.n_vocab, dtype=np.float32)
         self._closed = False
 
     # -- text <-> tokens ------------------------------------------------------------------------
@@ -203,7 +205,10 @@ class LlamaRuntime:
             raise RuntimeFailure(f"no logits for batch index {batch_index}")
         row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
         peak = row.max()
-        lse = float(peak) + float(np.log(np.exp(row - peak).sum(dtype=np.float64)))
+        scratch = self._scratch  # one buffer for every row: no 1 MB temporaries per call
+        np.subtract(row, peak, out=scratch)
+        np.exp(scratch, out=scratch)
+        lse = float(peak) + math.log(float(scratch.sum(dtype=np.float64)))
         picked = row[np.asarray(token_ids, dtype=np.int64)].astype(np.float64)
         return picked - lse
 

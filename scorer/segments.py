@@ -58,8 +58,17 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def segment(prompt: RenderedPrompt, option_texts: Sequence[str], tokenize: Tokenize) -> Segmented:
-    """Tokenize prompt + each option as one string and cut at the shared prefix."""
+def segment(
+    prompt: RenderedPrompt,
+    option_texts: Sequence[str],
+    tokenize: Tokenize,
+    static_tokens: Sequence[int] | None = None,
+) -> Segmented:
+    """Tokenize prompt + each option as one string and cut at the shared prefix.
+
+    ``static_tokens`` (the tokens of ``prompt.static`` alone, cached per decision type by the
+    engine) only saves a tokenizer call; it must equal ``tokenize(prompt.static)``.
+    """
     prompt_tokens = tokenize(prompt.text)
     joint = [tokenize(prompt.text + text) for text in option_texts]
     shared = len(prompt_tokens)
@@ -68,7 +77,8 @@ def segment(prompt: RenderedPrompt, option_texts: Sequence[str], tokenize: Token
     if shared < 1:
         raise ValueError("the prompt has no token to condition the options on")
     prefix = tuple(joint[0][:shared])
-    static_len = common_prefix_len(tokenize(prompt.static), prefix)
+    static_alone = tokenize(prompt.static) if static_tokens is None else static_tokens
+    static_len = common_prefix_len(static_alone, prefix)
     static_len = min(static_len, shared - 1)  # the suffix segment is never empty: it yields the logits
     return Segmented(
         prompt=prompt,
