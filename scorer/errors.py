@@ -12,7 +12,8 @@ The tree::
     +-- ModelError                  the GGUF cannot be found or loaded
     +-- RuntimeFailure              llama.cpp returned an error code (a bug or resource exhaustion)
 
-Edges (HTTP handlers, the CLI) render `SemIfError.to_json()`; nothing else leaks out.
+Edges (HTTP handlers, the CLI) render `SemIfError.to_json()`; nothing else leaks out. The wire form
+itself lives in the `WireError` mixin, which the sidecar's `shadow.errors.RequestError` shares.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ class ScorerError(Exception):
     """Base of every error the scorer raises on purpose."""
 
 
-class SemIfError(ScorerError):
-    """An error with a SemIf wire form: HTTP status, code, message and the offending field."""
+class WireError(Exception):
+    """The JSON error wire form shared by every HTTP edge of the project (scorer and sidecar).
+
+    ``{"error": {"code", "message", "field"}}`` with an HTTP status; subclasses set ``status`` and
+    ``code``. It is a mixin for the error trees, not a branch of them.
+    """
 
     status: ClassVar[int] = 400
     code: ClassVar[str] = "invalid_request"
@@ -36,8 +41,12 @@ class SemIfError(ScorerError):
         self.field = field
 
     def to_json(self) -> dict[str, Any]:
-        """The SemIf error body: ``{"error": {"code", "message", "field"}}``."""
+        """The error body: ``{"error": {"code", "message", "field"}}``."""
         return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class SemIfError(ScorerError, WireError):
+    """An error with a SemIf wire form: HTTP status, code, message and the offending field."""
 
 
 class InvalidRequest(SemIfError):

@@ -24,7 +24,9 @@ dispatcher turns them into a proposals row's ``status`` / ``reason``. HTTP handl
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from scorer.errors import WireError
 
 
 class ShadowError(Exception):
@@ -35,20 +37,8 @@ class CatalogError(ShadowError):
     """The decision catalog does not validate."""
 
 
-class RequestError(ShadowError):
-    """An API request the sidecar refuses, with its wire form."""
-
-    status: ClassVar[int] = 400
-    code: ClassVar[str] = "invalid_request"
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-    def to_json(self) -> dict[str, Any]:
-        """The error body: ``{"error": {"code", "message", "field"}}``."""
-        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+class RequestError(ShadowError, WireError):
+    """An API request the sidecar refuses, with its wire form (`scorer.errors.WireError`)."""
 
 
 class Unauthorized(RequestError):
