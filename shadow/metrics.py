@@ -35,6 +35,8 @@ class Metrics:
         self.kill_switch = Gauge("shadow_kill_switch", "1 while the kill switch is on", registry=r)
         self.proxy_requests = Counter("shadow_proxy_requests", "Requests forwarded", ["status_class"],
                                       registry=r)
+        self.proxy_restarts = Counter("shadow_proxy_restarts", "Relay processes restarted after exiting",
+                                      registry=r)
         self.proxy_unmirrored = Counter("shadow_proxy_unmirrored", "Proxied requests not mirrored",
                                         ["reason"],
                                         registry=r)

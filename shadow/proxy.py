@@ -1,126 +1,461 @@
-"""Proxy mode: forward unchanged, stream the answer back unchanged, and only then mirror a copy.
+"""Proxy mode: a byte-for-byte relay in front of the production router; the mirror watches from the side.
 
-The response is built from the upstream answer alone. The mirror is called after ``write_eof`` and
-returns nothing; its failures are caught and counted. There is no code path from a proposal (which
-exists only later, in a worker) to a response.
+Each client connection is paired with one upstream connection. Bytes are written on as they arrive, in
+both directions, before anything looks at them, so status, headers, body, chunking, streaming, 100-continue,
+pipelining and protocol upgrades (WebSocket, CONNECT) pass through unchanged. A `Framer` per direction
+follows the same bytes to find each request and its response; only when a response is complete, and
+after its last byte was written to the client, is the pair offered to the mirror. The mirror returns
+nothing: there is no code path from a proposal (which exists only later, in a worker) to a response.
+
+Where no upstream answer exists, the client gets what a reverse proxy sends: a JSON 502 when the upstream
+cannot be reached, a JSON 504 when it does not answer within ``SHADOW_UPSTREAM_READ_TIMEOUT_S`` (or
+the connection is closed when part of the answer was already sent).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import logging
-from typing import TYPE_CHECKING
+import socket
+import ssl
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
+from urllib.parse import unquote, urlsplit
 
-import aiohttp
-from aiohttp import web
+from multidict import CIMultiDict
 
-from shadow.keys import CORE, METRICS, SETTINGS
-from shadow.middlewares import error_body
+from shadow.errors import ShadowError
+from shadow.http1 import Framer, Message
+from shadow.keys import METRICS, RUNTIMES
 from shadow.proxy_mirror import Exchange, mirror_exchange
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from aiohttp import web
+
+    from shadow.metrics import Metrics
     from shadow.settings import ShadowSettings
 
 log = logging.getLogger(__name__)
 
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-                        "trailer", "transfer-encoding", "upgrade", "proxy-connection"})
-SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
-SESSION = web.AppKey("upstream_session", aiohttp.ClientSession)
-CHUNK = 64 * 1024
+CONNECT_BUFFER = 1024 * 1024
+"""Client bytes held while the upstream connection opens; reading pauses beyond this."""
 
 
-def init_proxy_app(settings: ShadowSettings, core: web.Application) -> web.Application:
-    """The proxy application; ``core`` is the API app whose mirror it feeds."""
-    if not settings.upstream_url:
-        raise ValueError("proxy mode needs SHADOW_UPSTREAM_URL")
-    app = web.Application(handler_args={"max_field_size": 65536})
-    app[SETTINGS] = settings
-    app[CORE] = core
-    app.cleanup_ctx.append(_session_ctx)
-    app.router.add_route("*", "/{tail:.*}", forward)
-    return app
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where proxy mode forwards to: ``http://host:port`` or ``https://host:port``."""
+
+    host: str
+    port: int
+    tls: bool
+
+    @classmethod
+    def parse(cls, url: str | None) -> Upstream:
+        """Read ``SHADOW_UPSTREAM_URL``; a path is refused, since request targets are forwarded unchanged."""
+        if not url:
+            raise ShadowError("proxy mode needs SHADOW_UPSTREAM_URL (e.g. http://127.0.0.1:8000)")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ShadowError(f"SHADOW_UPSTREAM_URL: expected http://host:port or https://host:port, "
+                              f"got {url!r}")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ShadowError(f"SHADOW_UPSTREAM_URL: proxy mode forwards request targets unchanged, so the "
+                              f"URL takes no path or query (got {url!r})")
+        tls = parts.scheme == "https"
+        return cls(parts.hostname, parts.port or (443 if tls else 80), tls)
 
 
-async def _session_ctx(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
-    connector = aiohttp.TCPConnector(limit=settings.upstream_max_connections, enable_cleanup_closed=True)
-    timeout = aiohttp.ClientTimeout(total=None, connect=settings.upstream_connect_timeout_s,
-                                    sock_read=settings.upstream_read_timeout_s)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
-                                     cookie_jar=aiohttp.DummyCookieJar()) as session:
-        app[SESSION] = session
-        yield
+def _error_response(status: int, code: str, message: str) -> bytes:
+    """A complete JSON error response that closes the connection."""
+    body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+    reason = {502: "Bad Gateway", 504: "Gateway Timeout"}[status]
+    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    return head.encode("latin-1") + body
 
 
-async def _read_body(request: web.Request, cap: int) -> tuple[bytes | AsyncIterator[bytes], bytes | None]:
-    """The body to forward, and a copy to mirror (None when it is over ``cap``: it streams through)."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= cap:
-        chunk = await request.content.readany()
-        if not chunk:
-            body = b"".join(chunks)
-            return body, body
-        chunks.append(chunk)
-        size += len(chunk)
+@dataclass(frozen=True, slots=True)
+class ProxyConfig:
+    """What the relay needs (no secrets, no catalog: it runs in its own process in production)."""
 
-    async def rest() -> AsyncIterator[bytes]:
-        for chunk in chunks:
-            yield chunk
-        async for chunk in request.content.iter_any():
-            yield chunk
-    return rest(), None
+    upstream: Upstream
+    connect_timeout_s: float
+    read_timeout_s: float
+    keep_bytes: int
+    routes: frozenset[tuple[str, str]]
+    """(METHOD, path) pairs the catalog claims; only their exchanges are handed to the mirror."""
+
+    @classmethod
+    def from_settings(cls, settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
+        """The relay's part of the sidecar settings."""
+        return cls(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
+                   settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes)
 
 
-async def forward(request: web.Request) -> web.StreamResponse:
-    """Forward one request and stream the answer back byte for byte; mirror afterwards."""
-    app = request.app
-    settings = app[SETTINGS]
-    data, copy = await _read_body(request, settings.mirror_max_bytes)
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-    url = settings.upstream_url.rstrip("/") + request.rel_url.raw_path_qs  # type: ignore[union-attr]
-    try:
-        upstream = await app[SESSION].request(request.method, url, headers=headers, data=data,
-                                              allow_redirects=False, skip_auto_headers=SKIP_AUTO)
-    except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-        status = 504 if isinstance(exc, TimeoutError) else 502
-        app[CORE][METRICS].proxy_requests.labels(f"{status // 100}xx").inc()
-        code = "bad_gateway" if status == 502 else "gateway_timeout"
-        return error_body(status, code, str(exc) or repr(exc))
-    async with upstream:
-        response, answer = await _relay(request, upstream, settings.mirror_max_bytes)
-    app[CORE][METRICS].proxy_requests.labels(f"{upstream.status // 100}xx").inc()
-    _mirror_quietly(app[CORE], Exchange(request.method, request.path, request.headers, copy,
-                                        upstream.status, upstream.headers, answer))
-    return response
+def catalog_routes(core: web.Application) -> frozenset[tuple[str, str]]:
+    """The (METHOD, path) routes the catalog's decision types claim in proxy mode."""
+    return frozenset((t.dtype.proxy.method.upper(), t.dtype.proxy.path)
+                     for t in core[RUNTIMES].types.values() if t.dtype.proxy is not None)
 
 
-async def _relay(request: web.Request, upstream: aiohttp.ClientResponse,
-                 cap: int) -> tuple[web.StreamResponse, bytes | None]:
-    """Copy status, headers and body to the client; keep up to ``cap`` bytes of the body for the mirror."""
-    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-    for name, value in upstream.raw_headers:
-        key = name.decode("latin-1")
-        if key.lower() not in HOP_BY_HOP:
-            response.headers.add(key, value.decode("latin-1"))
-    await response.prepare(request)
-    kept: list[bytes] = []
-    size = 0
-    async for chunk in upstream.content.iter_any():
-        await response.write(chunk)
-        size += len(chunk)
-        if size <= cap:
-            kept.append(chunk)
-    await response.write_eof()
-    return response, b"".join(kept) if size <= cap else None
+class ProxyHooks(Protocol):
+    """Where the relay reports: answered requests, exchanges to mirror, exchanges it could not mirror."""
+
+    def answered(self, status: int) -> None:
+        """One response went to the client (or a 502/504 in place of one)."""
+
+    def exchange(self, request: Message, response: Message) -> None:
+        """A finished exchange on a claimed route, after its response's bytes were written."""
+
+    def unmirrored(self, reason: str, n: int = 1) -> None:
+        """Requests on a claimed route that will not be mirrored, and why."""
 
 
-def _mirror_quietly(core: web.Application, exchange: Exchange) -> None:
-    """Offer the exchange to the mirror; nothing it does can reach the (already sent) response."""
+class MirrorHooks:
+    """The hooks of an in-process relay: the sidecar's own metrics and mirror, on its own loop."""
+
+    def __init__(self, core: web.Application) -> None:
+        self.core = core
+        self.metrics: Metrics = core[METRICS]
+        self._classes = {c: self.metrics.proxy_requests.labels(f"{c}xx") for c in range(1, 6)}
+
+    def answered(self, status: int) -> None:
+        """Count it in ``shadow_proxy_requests_total``."""
+        counter = self._classes.get(status // 100)
+        if counter is not None:
+            counter.inc()
+
+    def exchange(self, request: Message, response: Message) -> None:
+        """Mirror it on the next loop turn, after the response's bytes were flushed."""
+        asyncio.get_running_loop().call_soon(mirror_messages, self.core, request, response)
+
+    def unmirrored(self, reason: str, n: int = 1) -> None:
+        """Count them in ``shadow_proxy_unmirrored_total``."""
+        self.metrics.proxy_unmirrored.labels(reason).inc(n)
+
+
+def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
+    """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
+    method, target, _ = request.start
+    path = request_path(target)
+    exchange = Exchange(method, path, CIMultiDict(request.headers), request.body, response.status,
+                        CIMultiDict(response.headers), response.body)
     try:
         mirror_exchange(core, exchange)
     except Exception:
-        log.exception("mirroring %s %s failed", exchange.method, exchange.path)
+        log.exception("mirroring %s %s failed", method, path)
         core[METRICS].proxy_unmirrored.labels("internal_error").inc()
+
+
+def request_path(target: str) -> str:
+    """The decoded path of a request target (``/a%20b?x=1`` -> ``/a b``)."""
+    path = target.split("?", 1)[0]
+    return unquote(path) if "%" in path else path
+
+
+class ProxyServer:
+    """Listens for the production traffic and relays it; reports to ``hooks``."""
+
+    def __init__(self, config: ProxyConfig, hooks: ProxyHooks) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.ssl = ssl.create_default_context() if config.upstream.tls else None
+        self.connections: set[_Connection] = set()
+        self.all_closed = asyncio.Event()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> int:
+        """Start listening (on ``host:port``, or on an already bound ``sock``); return the port."""
+        loop = asyncio.get_running_loop()
+        if sock is not None:
+            self._server = await loop.create_server(lambda: _ClientSide(_Connection(self)), sock=sock,
+                                                    backlog=1024)
+        else:
+            self._server = await loop.create_server(lambda: _ClientSide(_Connection(self)), host, port,
+                                                    backlog=1024, reuse_address=True)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self, grace_s: float) -> None:
+        """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.closing = True
+            if not conn.requests:
+                conn.close()
+        if self.connections:
+            self.all_closed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.all_closed.wait(), grace_s)
+        for conn in list(self.connections):
+            conn.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def claimed(self, request: Message) -> bool:
+        """Whether a catalog route claims this request."""
+        return (request.method.upper(), request_path(request.start[1])) in self.config.routes
+
+
+class _Connection:
+    """One client connection and the upstream connection paired with it."""
+
+    def __init__(self, server: ProxyServer) -> None:
+        self.server = server
+        keep = server.config.keep_bytes
+        self.client: asyncio.Transport | None = None
+        self.upstream: asyncio.Transport | None = None
+        self.connecting: asyncio.Task[None] | None = None
+        self.held: list[bytes] = []
+        self.held_bytes = 0
+        self.eof_from_client = False
+        self.requests: deque[Message] = deque()
+        self.answering = False  # part of the current response already went to the client
+        self.closing = False
+        self.requests_framer = Framer("request", keep, on_head=self.requests.append)
+        self.responses_framer = Framer("response", keep, request_method=self._answered_method)
+        self.last_io = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def _answered_method(self) -> str | None:
+        return self.requests[0].method if self.requests else None
+
+    # client side -------------------------------------------------------------------------------------
+
+    def client_connected(self, transport: asyncio.Transport) -> None:
+        self.client = transport
+        self.server.connections.add(self)
+        _nodelay(transport)
+
+    def client_data(self, data: bytes) -> None:
+        if self.upstream is not None:
+            self.upstream.write(data)
+        else:
+            self.held.append(data)
+            self.held_bytes += len(data)
+            if self.connecting is None:
+                self.connecting = asyncio.get_running_loop().create_task(self._connect())
+            if self.held_bytes > CONNECT_BUFFER and self.client is not None:
+                self.client.pause_reading()
+        before, framer = len(self.requests), self.requests_framer
+        if framer.off is None:
+            framer.feed(data)
+            if framer.off is not None and framer.off != "upgrade":
+                self.server.hooks.unmirrored(framer.off)
+        self.last_io = asyncio.get_running_loop().time()
+        if len(self.requests) > before and self.timer is None:
+            self._arm(self.server.config.read_timeout_s)
+
+    def client_eof(self) -> None:
+        self.eof_from_client = True
+        if self.upstream is not None and self.upstream.can_write_eof():
+            self.upstream.write_eof()
+
+    def client_lost(self) -> None:
+        self.server.connections.discard(self)
+        if not self.server.connections:
+            self.server.all_closed.set()
+        if self.requests:
+            self._unmirrored("client_gone")
+        if self.connecting is not None:
+            self.connecting.cancel()
+        if self.upstream is not None:
+            self.upstream.abort()
+        self._disarm()
+
+    # upstream side -----------------------------------------------------------------------------------
+
+    async def _connect(self) -> None:
+        config, up = self.server.config, self.server.config.upstream
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(config.connect_timeout_s):
+                transport, _ = await loop.create_connection(
+                    lambda: _UpstreamSide(self), up.host, up.port, ssl=self.server.ssl,
+                    server_hostname=up.host if up.tls else None)
+        except TimeoutError:
+            self._fail(504, "gateway_timeout", f"upstream {up.host}:{up.port} did not accept in "
+                                                f"{config.connect_timeout_s:g} s")
+            return
+        except OSError as exc:
+            self._fail(502, "bad_gateway", f"upstream {up.host}:{up.port}: {exc.strerror or exc}")
+            return
+        if self.client is None or self.client.is_closing():
+            transport.abort()
+            return
+        self.upstream = transport
+        _nodelay(self.upstream)
+        self.upstream.writelines(self.held)
+        self.held.clear()
+        if self.held_bytes > CONNECT_BUFFER:
+            self.client.resume_reading()
+        self.held_bytes = 0
+        if self.eof_from_client and self.upstream.can_write_eof():
+            self.upstream.write_eof()
+
+    def upstream_data(self, data: bytes) -> None:
+        client = self.client
+        if client is None:
+            return
+        client.write(data)
+        self.last_io = asyncio.get_running_loop().time()
+        for response in self.responses_framer.feed(data):
+            self._answered(response)
+        self.answering = not self.responses_framer.idle
+        if self.responses_framer.off is not None and self.requests:
+            self._unmirrored(self.responses_framer.off)
+
+    def upstream_lost(self) -> None:
+        for response in self.responses_framer.eof():
+            self._answered(response)
+        if self.requests:  # closed without answering them: the client sees the close, as it would directly
+            self._unmirrored("upstream_closed")
+        self.upstream = None
+        if self.client is not None:
+            self.client.close()  # after what is buffered for it has been written
+
+    def _answered(self, response: Message) -> None:
+        hooks = self.server.hooks
+        hooks.answered(response.status)
+        if not self.requests:
+            return
+        request = self.requests.popleft()
+        if not self.server.claimed(request):
+            pass
+        elif not request.complete:  # answered before its body was all sent (e.g. a 413)
+            hooks.unmirrored("answered_early")
+        else:
+            hooks.exchange(request, response)
+        if not self.requests:
+            self._disarm()
+            if self.closing:
+                self.close()
+
+    def _unmirrored(self, reason: str) -> None:
+        claimed = sum(map(self.server.claimed, self.requests))
+        if claimed:
+            self.server.hooks.unmirrored(reason, claimed)
+        self.requests.clear()
+        self._disarm()
+
+    # failures, timeouts, shutdown --------------------------------------------------------------------
+
+    def _fail(self, status: int, code: str, message: str) -> None:
+        """No upstream answer will come: answer 502/504 if nothing was sent yet, else close."""
+        client = self.client
+        self._disarm()
+        if client is None or client.is_closing():
+            return
+        if not self.answering:
+            client.write(_error_response(status, code, message))
+            self.server.hooks.answered(status)
+        self._unmirrored("upstream_failed")
+        client.close()
+        if self.upstream is not None:
+            self.upstream.abort()
+
+    def _arm(self, delay: float) -> None:
+        self.timer = asyncio.get_running_loop().call_later(delay, self._check_timeout)
+
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _check_timeout(self) -> None:
+        self.timer = None
+        if not self.requests:
+            return
+        limit = self.server.config.read_timeout_s
+        idle = asyncio.get_running_loop().time() - self.last_io
+        if idle < limit:
+            self._arm(limit - idle)
+            return
+        self._fail(504, "gateway_timeout", f"upstream sent nothing for {limit:g} s")
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def abort(self) -> None:
+        if self.client is not None:
+            self.client.abort()
+        if self.upstream is not None:
+            self.upstream.abort()
+
+
+def _nodelay(transport: asyncio.BaseTransport) -> None:
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _ClientSide(asyncio.Protocol):
+    """The production client's connection."""
+
+    def __init__(self, conn: _Connection) -> None:
+        self.conn = conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn.client_connected(cast("asyncio.Transport", transport))
+
+    def data_received(self, data: bytes) -> None:
+        self.conn.client_data(data)
+
+    def eof_received(self) -> bool:
+        self.conn.client_eof()
+        return True  # keep the connection open to send the answers
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
+        self.conn.client_lost()
+
+    def pause_writing(self) -> None:  # the client reads slower than the upstream answers
+        if self.conn.upstream is not None:
+            self.conn.upstream.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.conn.upstream is not None:
+            self.conn.upstream.resume_reading()
+
+
+class _UpstreamSide(asyncio.Protocol):
+    """The paired connection to the production router."""
+
+    def __init__(self, conn: _Connection) -> None:
+        self.conn = conn
+
+    def data_received(self, data: bytes) -> None:
+        self.conn.upstream_data(data)
+
+    def eof_received(self) -> bool:
+        return False  # close: the client connection is closed after its buffered bytes
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
+        self.conn.upstream_lost()
+
+    def pause_writing(self) -> None:  # the upstream reads slower than the client sends
+        if self.conn.client is not None:
+            self.conn.client.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.conn.client is not None:
+            self.conn.client.resume_reading()
+
+
+@contextlib.asynccontextmanager
+async def running_proxy(settings: ShadowSettings, core: web.Application,
+                        port: int | None = None) -> AsyncIterator[str]:
+    """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
+    server = ProxyServer(ProxyConfig.from_settings(settings, catalog_routes(core)), MirrorHooks(core))
+    bound = await server.start(settings.host, port if port is not None else settings.proxy_port or 0)
+    try:
+        yield f"http://{settings.host}:{bound}"
+    finally:
+        await server.close(settings.shutdown_grace_s)
+

@@ -34,7 +34,10 @@ class ShadowSettings(BaseSettings):
     upstream_url: str | None = Field(default=None, description="proxy mode: the production router's base URL")
     upstream_connect_timeout_s: float = Field(default=5.0, gt=0, description="proxy: connect to upstream")
     upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
-    upstream_max_connections: int = Field(default=512, ge=1, description="proxy: upstream connection pool")
+    proxy_process: bool = Field(
+        default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
+    proxy_handoff_bytes: int = Field(
+        default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
     records_root: str = Field(default="shadow-records", description="records folder (or s3://bucket/prefix)")
     records_spool_dir: Path = Field(default=Path("shadow-spool"), description="record store journal folder")
     sink: Literal["auto", "store", "simple"] = Field(

@@ -98,25 +98,27 @@ async def serve(settings: ShadowSettings) -> None:
     from aiohttp import web  # noqa: PLC0415
 
     from shadow.app import init_app  # noqa: PLC0415
-    from shadow.proxy import init_proxy_app  # noqa: PLC0415
+    from shadow.proxy import Upstream, running_proxy  # noqa: PLC0415
+    from shadow.proxy_process import running_proxy_process  # noqa: PLC0415
 
-    core = init_app(settings)
-    runners = [web.AppRunner(core, access_log=None)]
     if settings.proxy_port is not None:
-        runners.append(web.AppRunner(init_proxy_app(settings, core), access_log=None))
+        Upstream.parse(settings.upstream_url)  # refuse a bad URL before anything starts
+    core = init_app(settings)
+    runner = web.AppRunner(core, access_log=None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    started: list[web.AppRunner] = []
+    await runner.setup()
     try:
-        for runner, port in zip(runners, [settings.port, settings.proxy_port], strict=False):
-            await runner.setup()
-            started.append(runner)
-            await web.TCPSite(runner, settings.host, port).start()
-            print(f"listening on http://{settings.host}:{port}", file=sys.stderr, flush=True)  # noqa: T201
-        await stop.wait()
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        print(f"listening on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)  # noqa: T201
+        async with contextlib.AsyncExitStack() as stack:
+            if settings.proxy_port is not None:
+                proxy = running_proxy_process if settings.proxy_process else running_proxy
+                url = await stack.enter_async_context(proxy(settings, core))
+                print(f"proxying {url} to {settings.upstream_url}", file=sys.stderr, flush=True)  # noqa: T201
+            await stop.wait()
     finally:
-        for runner in reversed(started):
-            with contextlib.suppress(Exception):
-                await runner.cleanup()
+        with contextlib.suppress(Exception):
+            await runner.cleanup()

@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
+import os
 import random
+import signal
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import pytest
 
-from shadow.proxy import init_proxy_app
+from shadow.errors import ShadowError
+from shadow.proxy import Upstream, running_proxy
+from shadow.proxy_process import ProxyProcess, running_proxy_process
 from tests.shadow.conftest import (
     free_port,
     read_rows,
@@ -63,19 +68,26 @@ async def fetch(session: aiohttp.ClientSession, base: str, method: str, path: st
 
 
 @contextlib.asynccontextmanager
-async def proxy_stack(tmp_path: Path, scorer_endpoint: str, **overrides: Any
+async def proxy_stack(tmp_path: Path, scorer_endpoint: str, mode: str = "process", **overrides: Any
                       ) -> AsyncIterator[tuple[str, str, str]]:
-    """Upstream, sidecar API and proxy, all running; yields (upstream URL, proxy URL, API URL)."""
+    """Upstream, sidecar API and proxy, all running; yields (upstream URL, proxy URL, API URL).
+
+    ``mode`` "process": the relay in its own process (the default in production); "in_process": on the
+    sidecar's loop.
+    """
     async with serve(upstream_app()) as upstream:
         catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_endpoint)})
-        settings = settings_for(tmp_path, catalog, upstream_url=upstream, **overrides)
-        async with running_sidecar(settings) as (api, core), serve(init_proxy_app(settings, core)) as proxy:
-            yield upstream, proxy, api
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0, **overrides)
+        async with running_sidecar(settings) as (api, core):
+            run = running_proxy_process if mode == "process" else running_proxy
+            async with run(settings, core) as url:
+                yield upstream, url, api
 
 
+@pytest.mark.parametrize("mode", ["process", "in_process"])
 @pytest.mark.parametrize("scenario", ["healthy", "slow", "error", "overloaded", "dead"])
 async def test_proxy_returns_upstream_bytes_whatever_the_scorer_does(
-        scenario: str, faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+        scenario: str, mode: str, faults: Faults, scorer_url: str, tmp_path: Path) -> None:
     """Through the proxy every response equals the upstream's own, whatever the scorer does.
 
     Status, reason, headers and body bytes, for JSON, 500, 418, 3 MB, a chunked stream, gzip, 404,
@@ -84,7 +96,7 @@ async def test_proxy_returns_upstream_bytes_whatever_the_scorer_does(
     """
     faults.mode = {"dead": "healthy"}.get(scenario, scenario)
     endpoint = f"http://127.0.0.1:{free_port()}" if scenario == "dead" else scorer_url
-    async with proxy_stack(tmp_path, endpoint) as (upstream, proxy, _api), \
+    async with proxy_stack(tmp_path, endpoint, mode) as (upstream, proxy, _api), \
             aiohttp.ClientSession(auto_decompress=False) as session:
         for method, path, kwargs in REQUESTS:
             direct = await fetch(session, upstream, method, path, kwargs)
@@ -105,7 +117,7 @@ async def test_proxy_answers_502_when_upstream_is_down(scorer_url: str, tmp_path
     """A dead upstream gives the client a JSON 502 (as a reverse proxy would), and nothing is mirrored."""
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
     settings = settings_for(tmp_path, catalog, upstream_url=f"http://127.0.0.1:{free_port()}")
-    async with running_sidecar(settings) as (_url, core), serve(init_proxy_app(settings, core)) as proxy, \
+    async with running_sidecar(settings) as (_url, core), running_proxy(settings, core, 0) as proxy, \
             aiohttp.ClientSession() as session, \
             session.post(proxy + "/route", json={"ticket_id": "t-9", "ticket": {}}) as resp:
         assert resp.status == 502
@@ -129,3 +141,126 @@ async def test_proxy_mirror_failure_never_reaches_the_response(scorer_url: str, 
             text = await metrics.text()
     assert 'shadow_proxy_unmirrored_total{reason="request_not_json"} 1.0' in text
 
+
+
+async def raw_exchange(url: str, data: bytes, until: bytes, timeout_s: float = 5.0) -> bytes:
+    """Send raw bytes on one connection; read until ``until`` has been seen (or the peer closes)."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(data)
+    got = b""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while until not in got:
+                chunk = await reader.read(65536)
+                if not chunk:
+                    break
+                got += chunk
+    finally:
+        writer.close()
+    return got
+
+
+def route_request(ticket_id: str, subject: str) -> bytes:
+    """One raw POST /route with a JSON body."""
+    body = json.dumps({"ticket_id": ticket_id, "ticket": {"subject": subject}}).encode()
+    return (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_proxy_tunnels_websockets(mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """An upgraded connection (WebSocket) passes through both ways; nothing is mirrored from it."""
+    async with proxy_stack(tmp_path, scorer_url, mode) as (_upstream, proxy, _api), \
+            aiohttp.ClientSession() as session, session.ws_connect(proxy + "/ws") as ws:
+        for text in ("hello", "é" * 3000):
+            await ws.send_str(text)
+            assert (await ws.receive_str()) == f"echo {text}"
+
+
+async def test_proxy_pipelined_requests_are_answered_in_order_and_mirrored(
+        scorer_url: str, tmp_path: Path) -> None:
+    """Pipelined requests, chunked bodies and a HEAD among them: same bytes as direct, each mirrored."""
+    chunked = json.dumps({"ticket_id": "t-c", "ticket": {"subject": "app crash"}}).encode()
+    pipeline = (route_request("t-p1", "charged twice") + b"HEAD /large HTTP/1.1\r\nHost: prod\r\n\r\n"
+                + b"POST /route HTTP/1.1\r\nHost: prod\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + b"%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: 1\r\n\r\n" % (
+                    10, chunked[:10], len(chunked) - 10, chunked[10:])
+                + route_request("t-p2", "refund please"))
+    async with proxy_stack(tmp_path, scorer_url) as (upstream, proxy, _api):
+        direct = await raw_exchange(upstream, pipeline, b'"t-p2"')
+        proxied = await raw_exchange(proxy, pipeline, b'"t-p2"')
+    assert proxied.count(b"HTTP/1.1 200") == direct.count(b"HTTP/1.1 200") == 4
+    assert _without_dates(proxied) == _without_dates(direct)
+    outcomes = {r["decision_id"]: r["outcome"] for r in read_rows(tmp_path / "records", "outcomes")}
+    assert outcomes == {"t-p1": "billing", "t-c": "technical", "t-p2": "billing"}
+
+
+def _without_dates(raw: bytes) -> bytes:
+    """Drop Date headers: the upstream stamps its own on some answers; everything else must match."""
+    return b"\r\n".join(line for line in raw.split(b"\r\n") if not line.startswith(b"Date: "))
+
+
+async def test_proxy_answers_504_when_upstream_goes_silent(scorer_url: str, tmp_path: Path) -> None:
+    """No upstream byte for the read timeout: a JSON 504, and the connection closes."""
+    async with proxy_stack(tmp_path, scorer_url, upstream_read_timeout_s=0.3) as (_up, proxy, api), \
+            aiohttp.ClientSession() as session:
+        async with session.get(proxy + "/sleep?s=3") as resp:
+            assert resp.status == 504
+            assert (await resp.json())["error"]["code"] == "gateway_timeout"
+        async with session.get(proxy + "/sleep?s=0.05") as resp:
+            assert (resp.status, await resp.text()) == (200, "late\n")
+        await asyncio.sleep(0.7)  # the relay's counters arrive every 0.5 s
+        async with session.get(api + "/metrics") as metrics:
+            text = await metrics.text()
+    assert 'shadow_proxy_requests_total{status_class="5xx"} 1.0' in text
+    assert 'shadow_proxy_requests_total{status_class="2xx"} 1.0' in text
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_proxy_passes_malformed_requests_through_unmirrored(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """A request the framer cannot read still reaches the upstream unchanged; the upstream decides."""
+    garbage = b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Length: ten\r\n\r\n0123456789"
+    async with proxy_stack(tmp_path, scorer_url, mode) as (upstream, proxy, _api):
+        direct = await raw_exchange(upstream, garbage, b"\r\n\r\n")
+        proxied = await raw_exchange(proxy, garbage, b"\r\n\r\n")
+    assert proxied.split(b"\r\n", 1)[0] == direct.split(b"\r\n", 1)[0] == b"HTTP/1.0 400 Bad Request"
+    assert read_rows(tmp_path / "records", "proposals") == []
+
+
+async def test_relay_process_is_restarted_when_it_dies(scorer_url: str, tmp_path: Path) -> None:
+    """SIGKILL the relay: the sidecar starts a new one on the same listening socket and counts it."""
+    async with serve(upstream_app()) as upstream:
+        catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
+        async with running_sidecar(settings) as (api, core):
+            proxy = ProxyProcess(settings, core)
+            url = await proxy.start()
+            try:
+                assert proxy.proc is not None
+                first = proxy.proc.pid
+                os.kill(first, signal.SIGKILL)
+                async with aiohttp.ClientSession() as session:
+                    for _ in range(100):  # connections wait in the backlog until the new relay serves
+                        if proxy.proc.pid != first and proxy.ready is not None and proxy.ready.done():
+                            break
+                        await asyncio.sleep(0.05)
+                    async with session.post(url + "/route", json={"ticket_id": "t-r", "ticket": {}}) as resp:
+                        assert resp.status == 200
+                    async with session.get(api + "/metrics") as metrics:
+                        text = await metrics.text()
+            finally:
+                await proxy.stop()
+    assert proxy.proc.pid != first
+    assert "shadow_proxy_restarts_total 1.0" in text
+    assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-r"}
+
+
+def test_upstream_url_with_a_path_is_refused() -> None:
+    """Request targets are forwarded unchanged, so an upstream URL with a path is a settings error."""
+    with pytest.raises(ShadowError, match="no path"):
+        Upstream.parse("http://127.0.0.1:8000/api")
+    with pytest.raises(ShadowError, match="expected http"):
+        Upstream.parse("ftp://host")
+    assert Upstream.parse("https://router.internal") == Upstream("router.internal", 443, tls=True)

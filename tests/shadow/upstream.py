@@ -82,6 +82,21 @@ async def empty(request: web.Request) -> web.Response:
     return web.Response(status=204, headers=_headers(ETag='"v1"'))
 
 
+async def websocket(request: web.Request) -> web.WebSocketResponse:
+    """A WebSocket echo (the proxy must tunnel the upgraded connection)."""
+    ws = web.WebSocketResponse()
+    await ws.prepare(request)
+    async for msg in ws:
+        await ws.send_str(f"echo {msg.data}")
+    return ws
+
+
+async def sleep(request: web.Request) -> web.Response:
+    """Answers after ``?s=`` seconds (the proxy's read timeout)."""
+    await asyncio.sleep(float(request.query.get("s", "1")))
+    return web.Response(text="late\n", headers=_headers())
+
+
 def upstream_app() -> web.Application:
     """The stand-in router."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -93,4 +108,6 @@ def upstream_app() -> web.Application:
     app.router.add_get("/gzip", gzipped)
     app.router.add_route("*", "/echo", echo)
     app.router.add_get("/empty", empty)
+    app.router.add_get("/ws", websocket)
+    app.router.add_get("/sleep", sleep)
     return app

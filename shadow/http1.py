@@ -1,0 +1,294 @@
+"""HTTP/1.1 message framing for the proxy: where each message ends, without changing a byte.
+
+The proxy relays bytes as they arrive and feeds the same bytes to a `Framer`, which only watches: it
+finds each message's head and body (Content-Length, chunked, or until close), keeps a copy of bodies up
+to a cap for the mirror, and says when a message is complete. It never produces bytes to send.
+
+Anything it cannot follow (a malformed head, a head over the limit, an upgraded or CONNECT tunnel) turns
+the framer off for the rest of the connection (``framer.off`` names why): the bytes still flow, they are
+just no longer mirrored. Transparency comes first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum, auto
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+CRLF = b"\r\n"
+HEAD_END = b"\r\n\r\n"
+NO_BODY_STATUSES = frozenset({204, 304})
+
+
+@dataclass(slots=True)
+class Message:
+    """One framed message: its start line and headers, and its body when it fit in the cap."""
+
+    start: tuple[str, str, str]
+    """Request: (method, target, version). Response: (version, status, reason)."""
+    headers: list[tuple[str, str]]
+    body: bytes | None = None
+    """The body bytes, or None when it was larger than the framer's ``keep`` cap."""
+    complete: bool = False
+    """Set once the whole body has been seen."""
+
+    @property
+    def method(self) -> str:
+        """A request's method."""
+        return self.start[0]
+
+    @property
+    def status(self) -> int:
+        """A response's status code."""
+        return int(self.start[1])
+
+
+class _State(Enum):
+    HEAD = auto()
+    LENGTH = auto()
+    CHUNK_SIZE = auto()
+    CHUNK_DATA = auto()
+    CHUNK_CRLF = auto()
+    TRAILER = auto()
+    UNTIL_CLOSE = auto()
+    OFF = auto()
+
+
+class FramingError(Exception):
+    """The stream is not HTTP/1.1 this framer can follow."""
+
+
+@dataclass(slots=True)
+class _Body:
+    """A bounded copy of one body."""
+
+    keep: int
+    parts: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, data: bytes | memoryview) -> None:
+        self.size += len(data)
+        if self.size <= self.keep:
+            self.parts.append(bytes(data))
+        elif self.parts:
+            self.parts.clear()
+
+    def value(self) -> bytes | None:
+        return b"".join(self.parts) if self.size <= self.keep else None
+
+
+class Framer:
+    """Frames one direction of one connection: requests (client to upstream) or responses.
+
+    ``feed`` returns the messages completed by the data; ``eof`` completes a body read until close;
+    ``on_head`` sees each message as soon as its head is parsed (responses: final ones only). A
+    response framer asks ``request_method()`` for the method of the request each response answers (a
+    HEAD response has no body; a 2xx to CONNECT opens a tunnel).
+    """
+
+    def __init__(self, kind: Literal["request", "response"], keep: int, head_limit: int = 65536,
+                 request_method: Callable[[], str | None] | None = None,
+                 on_head: Callable[[Message], None] | None = None) -> None:
+        self.kind = kind
+        self.on_head = on_head
+        self.keep = keep
+        self.head_limit = head_limit
+        self.request_method = request_method or (lambda: None)
+        self.off: str | None = None
+        self._state = _State.HEAD
+        self._buf = b""
+        self._remaining = 0
+        self._message: Message | None = None
+        self._body = _Body(keep)
+        self._done: deque[Message] = deque()
+        self._stop_after: str | None = None
+
+    def feed(self, data: bytes) -> list[Message]:
+        """Follow ``data``; return the messages it completed, in order."""
+        if self._state is _State.OFF:
+            return []
+        try:
+            self._feed(data)
+        except (FramingError, ValueError, IndexError) as exc:
+            self.stop(f"unparsed_{self.kind}" if not isinstance(exc, FramingError) else str(exc))
+        done = list(self._done)
+        self._done.clear()
+        return done
+
+    def eof(self) -> list[Message]:
+        """The stream ended: a body read until close is complete; anything else half-read is not."""
+        if self._state is _State.UNTIL_CLOSE:
+            self._complete()
+            self._state = _State.OFF
+        done = list(self._done)
+        self._done.clear()
+        return done
+
+    def stop(self, reason: str) -> None:
+        """Stop framing this connection (its bytes keep flowing; they are no longer mirrored)."""
+        if self.off is None:
+            self.off = reason
+        self._state = _State.OFF
+        self._buf = b""
+        self._message = None
+
+    @property
+    def idle(self) -> bool:
+        """Between messages, with nothing of the next one seen yet."""
+        return self._state is _State.HEAD and not self._buf
+
+    def _feed(self, data: bytes) -> None:
+        buf = self._buf + data if self._buf else data
+        self._buf = b""
+        pos = 0
+        end = len(buf)
+        while pos < end:
+            state = self._state
+            if state is _State.HEAD:
+                pos = self._head(buf, pos)
+            elif state in (_State.LENGTH, _State.CHUNK_DATA):
+                pos = self._take(buf, pos, end)
+            elif state is _State.UNTIL_CLOSE:
+                self._body.add(memoryview(buf)[pos:])
+                return
+            elif state is _State.OFF:
+                return
+            else:
+                pos = self._line(buf, pos)
+            if pos < 0:
+                return
+
+    def _take(self, buf: bytes, pos: int, end: int) -> int:
+        """Body bytes of a known length (a Content-Length body or one chunk)."""
+        take = min(self._remaining, end - pos)
+        self._body.add(memoryview(buf)[pos:pos + take])
+        self._remaining -= take
+        if not self._remaining:
+            if self._state is _State.LENGTH:
+                self._complete()
+            else:
+                self._state = _State.CHUNK_CRLF
+        return pos + take
+
+    def _find(self, buf: bytes, marker: bytes, pos: int, too_large: str) -> int:
+        """Where ``marker`` is; -1 (the rest kept for the next feed) when it has not arrived yet."""
+        found = buf.find(marker, pos)
+        if found < 0:
+            if len(buf) - pos > self.head_limit:
+                raise FramingError(f"{self.kind}_{too_large}")
+            self._buf = buf[pos:]
+        return found
+
+    def _line(self, buf: bytes, pos: int) -> int:
+        """The chunk-size line, the CRLF after chunk data, or a trailer line; -1 to wait for more."""
+        eol = self._find(buf, CRLF, pos, "chunk_line_too_long")
+        if eol < 0:
+            return -1
+        line = buf[pos:eol]
+        state = self._state
+        if state is _State.CHUNK_SIZE:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+            if size < 0:
+                raise FramingError(f"unparsed_{self.kind}")
+            if size:
+                self._state, self._remaining = _State.CHUNK_DATA, size
+            else:
+                self._state = _State.TRAILER
+        elif state is _State.CHUNK_CRLF:
+            if line:
+                raise FramingError(f"unparsed_{self.kind}")
+            self._state = _State.CHUNK_SIZE
+        elif not line:  # the empty line that ends the trailers
+            self._complete()
+        return eol + 2
+
+    def _head(self, buf: bytes, pos: int) -> int:
+        """Parse a head starting at ``pos``; return where its body starts, or -1 to wait for more."""
+        while buf.startswith(CRLF, pos):  # empty lines between messages are allowed (RFC 9112, 2.2)
+            pos += 2
+        end = self._find(buf, HEAD_END, pos, "head_too_large")
+        if end < 0:
+            return -1
+        lines = buf[pos:end].decode("latin-1").split("\r\n")
+        start = lines[0].split(" ", 2)
+        if len(start) < 2:
+            raise FramingError(f"unparsed_{self.kind}")
+        headers = []
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if not colon or not name or name != name.strip():
+                raise FramingError(f"unparsed_{self.kind}")
+            headers.append((name, value.strip(" \t")))
+        start_line = (start[0], start[1], start[2] if len(start) > 2 else "")
+        self._message = message = Message(start_line, headers)
+        self._body = _Body(self.keep)
+        if self.on_head is not None and (self.kind == "request" or message.status >= 200):
+            self.on_head(message)
+        self._frame(message)
+        return end + 4
+
+    def _frame(self, message: Message) -> None:
+        """How this message's body is delimited (RFC 9112, 6.3)."""
+        chunked, length = self._framing(message)
+        if self.kind == "request":
+            if message.method == "CONNECT" or any(n.lower() == "upgrade" for n, _ in message.headers):
+                self._stop_after = "upgrade"  # what follows may be another protocol: stop after this one
+            self._body_by(chunked, length, until_close=False)
+            return
+        status = message.status
+        if status < 200:
+            if status == 101:
+                self.stop("upgrade")
+            else:
+                self._message = None
+                self._state = _State.HEAD
+            return
+        method = self.request_method()
+        if method == "CONNECT" and status < 300:
+            self._complete()
+            self.stop("upgrade")
+        elif method == "HEAD" or status in NO_BODY_STATUSES:
+            self._complete()
+        else:
+            self._body_by(chunked, length, until_close=True)
+
+    def _framing(self, message: Message) -> tuple[bool, int | None]:
+        """(chunked, Content-Length) from the headers; conflicting lengths are refused."""
+        chunked, length = False, None
+        for name, value in message.headers:
+            lower = name.lower()
+            if lower == "transfer-encoding":
+                chunked = value.lower().rsplit(",", 1)[-1].strip() == "chunked"
+                if not chunked and self.kind == "request":
+                    raise FramingError("unparsed_request")
+            elif lower == "content-length":
+                parsed = int(value)
+                if parsed < 0 or (length is not None and parsed != length):
+                    raise FramingError(f"unparsed_{self.kind}")
+                length = parsed
+        return chunked, length
+
+    def _body_by(self, chunked: bool, length: int | None, *, until_close: bool) -> None:
+        if chunked:
+            self._state = _State.CHUNK_SIZE
+        elif length:
+            self._state, self._remaining = _State.LENGTH, length
+        elif length is None and until_close:
+            self._state = _State.UNTIL_CLOSE
+        else:
+            self._complete()
+
+    def _complete(self) -> None:
+        message = self._message
+        if message is not None:
+            message.body = self._body.value()
+            message.complete = True
+            self._done.append(message)
+        self._message = None
+        self._state = _State.HEAD
+        if self._stop_after is not None:
+            self.stop(self._stop_after)

@@ -1,0 +1,106 @@
+"""The proxy's framer: message boundaries found from any split of the stream, bodies kept up to a cap."""
+
+from __future__ import annotations
+
+import pytest
+
+from shadow.http1 import Framer, Message
+
+REQUESTS = (b"POST /route?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+            b"\r\n"  # an empty line between messages is allowed
+            b"GET /plain HTTP/1.1\r\nHost: a\r\n\r\n"
+            b"PUT /chunks HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+            b"3;name=x\r\nabc\r\n4\r\ndefg\r\n0\r\nX-Sum: 7\r\n\r\n")
+
+
+def feed_in_pieces(framer: Framer, data: bytes, size: int) -> list[Message]:
+    """Feed ``data`` ``size`` bytes at a time; collect the completed messages."""
+    done: list[Message] = []
+    for i in range(0, len(data), size):
+        done.extend(framer.feed(data[i:i + size]))
+    return done
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 10_000])
+def test_requests_are_framed_the_same_whatever_the_split(size: int) -> None:
+    """Content-Length, no body and chunked (extensions, trailers) give the same messages from any split."""
+    messages = feed_in_pieces(Framer("request", keep=1024), REQUESTS, size)
+    assert [(m.start, m.body) for m in messages] == [
+        (("POST", "/route?x=1", "HTTP/1.1"), b"hello"),
+        (("GET", "/plain", "HTTP/1.1"), b""),
+        (("PUT", "/chunks", "HTTP/1.1"), b"abcdefg"),
+    ]
+    assert messages[0].headers == [("Host", "a"), ("Content-Length", "5")]
+    assert all(m.complete for m in messages)
+
+
+def test_bodies_over_the_cap_are_framed_but_not_kept() -> None:
+    """A body larger than ``keep`` still ends where it should; its copy is None."""
+    data = b"POST /big HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789GET / HTTP/1.1\r\n\r\n"
+    messages = Framer("request", keep=4).feed(data)
+    assert [(m.start[1], m.body) for m in messages] == [("/big", None), ("/", b"")]
+
+
+def test_responses_follow_the_request_method_and_status() -> None:
+    """HEAD, 204 and 304 have no body; 100 Continue is skipped; no length means until close."""
+    methods = iter(["HEAD", "GET", "GET", "POST", "GET"])
+    current = {"method": next(methods)}
+    framer = Framer("response", keep=1024, request_method=lambda: current["method"])
+    stream = [b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n",            # HEAD: no body follows
+              b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+              b"HTTP/1.1 304 Not Modified\r\n\r\n",
+              b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+              b"HTTP/1.0 200 OK\r\n\r\nuntil the end"]
+    bodies: list[tuple[int, bytes | None]] = []
+    for data in stream:
+        done = framer.feed(data)
+        bodies.extend((m.status, m.body) for m in done)
+        if done:
+            current["method"] = next(methods, "GET")
+    bodies.extend((m.status, m.body) for m in framer.eof())
+    assert bodies == [(200, b""), (204, b""), (304, b""), (201, b"ok"), (200, b"until the end")]
+
+
+def test_upgrades_and_connect_turn_framing_off() -> None:
+    """After 101 or a 2xx to CONNECT the bytes are another protocol: the framer stops, saying why."""
+    framer = Framer("response", keep=64, request_method=lambda: "GET")
+    assert framer.feed(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x05hello") == []
+    assert framer.off == "upgrade"
+    connect = Framer("response", keep=64, request_method=lambda: "CONNECT")
+    assert [m.status for m in connect.feed(b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03")] == [200]
+    assert connect.off == "upgrade"
+    request = Framer("request", keep=64)
+    done = request.feed(b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x85")
+    assert [m.start[1] for m in done] == ["/ws"]
+    assert request.off == "upgrade"
+
+
+@pytest.mark.parametrize("head", [
+    b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+    b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+    b"POST / HTTP/1.1\r\n no-colon-here\r\n\r\n",
+    b"GARBAGE\r\n\r\n",
+    b"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+])
+def test_what_cannot_be_followed_turns_framing_off(head: bytes) -> None:
+    """Malformed framing: no message, and the framer is off (the relay still forwards the bytes)."""
+    framer = Framer("request", keep=64)
+    assert framer.feed(head) == []
+    assert framer.off == "unparsed_request"
+    assert framer.feed(b"GET / HTTP/1.1\r\n\r\n") == []
+
+
+def test_a_head_over_the_limit_turns_framing_off() -> None:
+    """Heads are buffered only up to ``head_limit``."""
+    framer = Framer("request", keep=64, head_limit=100)
+    assert framer.feed(b"GET / HTTP/1.1\r\nX-Big: " + b"x" * 200) == []
+    assert framer.off == "request_head_too_large"
+
+
+def test_on_head_sees_requests_before_their_bodies_arrive() -> None:
+    """The relay pairs responses with requests from the head on (a 413 can come before the body ends)."""
+    heads: list[Message] = []
+    framer = Framer("request", keep=64, on_head=heads.append)
+    framer.feed(b"POST /upload HTTP/1.1\r\nContent-Length: 100\r\n\r\npart")
+    assert [(m.start[1], m.complete) for m in heads] == [("/upload", False)]
