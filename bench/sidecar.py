@@ -5,12 +5,15 @@ Everything runs on loopback, started by this script:
     upstream   nginx answering ``POST /route`` at once (the production router stand-in)
     scorers    two fault-injecting scorers (``tests/shadow/fault_scorer.py``): answers in ~1 ms, or in 2 s
     (a) direct       wrk -> upstream
-    (b) sidecar      wrk -> ``semif-shadow sidecar run`` (proxy mode, every request mirrored) -> upstream
+    (a') nginx hop   wrk -> nginx ``proxy_pass`` (no mirror) -> upstream: what any proxy hop costs here
+    (b) sidecar      wrk -> ``semif-shadow sidecar run`` (proxy mode, every request mirrored) -> upstream,
+                     with the relay in its own process (the default) and in the sidecar's process
     (c) nginx mirror wrk -> nginx (``mirror /m``, copies to the scorer) -> upstream
 
-Each is loaded by wrk twice: paced at ``--rate`` requests/s (latency p50/p99; wrk's Lua ``delay()``
-spaces each connection's requests) and unpaced (throughput). Run with ``--runs 3``: the table gives
-the median of the runs. Usage::
+Each is loaded by wrk twice: at ``--rate`` requests/s, spaced evenly over 10 connections (latency
+p50/p99; like wrk2's ``-R``, a Lua ``delay()`` hands out the slots of one schedule; wrk rounds delays
+to whole milliseconds), and unpaced (throughput). Run with ``--runs 3``: the table gives the median of
+the runs. Usage::
 
     .venv/bin/python bench/sidecar.py --runs 3 --duration 10
 """
@@ -39,6 +42,20 @@ PY = sys.executable
 CONNECTIONS = 10
 
 LUA = """
+-- Requests spaced evenly at the offered rate (as wrk2's -R does): each delay() call takes the next free
+-- slot on one schedule shared by all connections, read from CLOCK_MONOTONIC through LuaJIT's ffi.
+local ffi = require("ffi")
+ffi.cdef[[
+typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+int clock_gettime(int clk_id, bench_timespec *tp);
+]]
+local ts = ffi.new("bench_timespec")
+local function now_ms()
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+end
+local interval = %(interval_ms)s
+local next_slot = nil
 counter = 0
 request = function()
   counter = counter + 1
@@ -46,7 +63,15 @@ request = function()
   local body = '{"ticket_id": "' .. id .. '", "ticket": {"subject": "charged twice"}}'
   return wrk.format("POST", "/route", {["Content-Type"] = "application/json"}, body)
 end
-delay = function() return %(delay_ms)s end
+delay = function()
+  if interval == 0 then return 0 end
+  local now = now_ms()
+  if next_slot == nil or next_slot < now - 50 then next_slot = now end
+  local wait = next_slot - now
+  next_slot = next_slot + interval
+  if wait < 0 then return 0 end
+  return wait
+end
 """
 
 NGINX = """
@@ -63,6 +88,8 @@ http {
     listen 127.0.0.1:%(upstream)d;
     location = /route { default_type application/json; return 200 '{"team": "billing"}'; }
   }
+  server { listen 127.0.0.1:%(plain_proxy)d;
+    location / { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://prod; } }
   server { listen 127.0.0.1:%(mirror_fast)d; %(mirror_fast_body)s }
   server { listen 127.0.0.1:%(mirror_slow)d; %(mirror_slow_body)s }
   server { listen 127.0.0.1:%(mirror_down)d; %(mirror_down_body)s }
@@ -130,10 +157,10 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def wrk(port: int, duration: int, delay_ms: float, workdir: Path) -> dict[str, float]:
-    """Run wrk; return requests/s and latency percentiles in ms."""
-    script = workdir / f"load-{delay_ms}.lua"
-    script.write_text(LUA % {"delay_ms": delay_ms})
+def wrk(port: int, duration: int, interval_ms: float, workdir: Path) -> dict[str, float]:
+    """Run wrk, one request every ``interval_ms`` (0: as fast as it can); requests/s and latency in ms."""
+    script = workdir / f"load-{interval_ms}.lua"
+    script.write_text(LUA % {"interval_ms": interval_ms})
     command = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{duration}s", "--latency", "-s", str(script),
                f"http://127.0.0.1:{port}"]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout  # noqa: S603  (fixed tool)
@@ -166,8 +193,8 @@ class Stack:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
-        names = ("upstream", "scorer_fast", "scorer_slow", "scorer_down", "mirror_fast", "mirror_slow",
-                 "mirror_down")
+        names = ("upstream", "plain_proxy", "scorer_fast", "scorer_slow", "scorer_down", "mirror_fast",
+                 "mirror_slow", "mirror_down")
         self.ports = {name: free_port() for name in names}
         self.sidecars: dict[str, tuple[int, int]] = {}
 
@@ -180,6 +207,7 @@ class Stack:
         for name in ("fast", "slow", "down"):
             self.sidecars[name] = self._sidecar(name, p[f"scorer_{name}"])
         self.sidecars["off"] = self._sidecar("off", p["scorer_fast"], {"SHADOW_KILL_SWITCH": "true"})
+        self.sidecars["inproc"] = self._sidecar("inproc", p["scorer_fast"], {"SHADOW_PROXY_PROCESS": "false"})
         sidecar_ports = [port for pair in self.sidecars.values() for port in pair]
         for port in [p["upstream"], p["scorer_fast"], p["scorer_slow"], p["mirror_fast"], *sidecar_ports]:
             wait_port(port)
@@ -189,7 +217,8 @@ class Stack:
         prefix = self.workdir / "nginx"
         prefix.mkdir()
         p = self.ports
-        values: dict[str, object] = {"prefix": prefix, "upstream": p["upstream"]}
+        values: dict[str, object] = {"prefix": prefix, "upstream": p["upstream"],
+                                     "plain_proxy": p["plain_proxy"]}
         for name in ("fast", "slow", "down"):
             values[f"mirror_{name}"] = p[f"mirror_{name}"]
             values[f"mirror_{name}_body"] = MIRROR_BODY % p[f"scorer_{name}"]
@@ -219,7 +248,9 @@ def configurations(stack: Stack) -> list[tuple[str, str, int, int | None]]:
     """(setup, scorer, port to load, sidecar API port or None)."""
     s, p = stack.sidecars, stack.ports
     return [("no mirror", "-", p["upstream"], None),
+            ("nginx proxy_pass, no mirror", "-", p["plain_proxy"], None),
             ("sidecar, kill switch on", "healthy", s["off"][1], s["off"][0]),
+            ("sidecar, relay in-process", "healthy", s["inproc"][1], s["inproc"][0]),
             ("sidecar", "healthy", s["fast"][1], s["fast"][0]),
             ("sidecar", "2 s", s["slow"][1], s["slow"][0]),
             ("sidecar", "down", s["down"][1], s["down"][0]),
@@ -232,7 +263,7 @@ def one_run(stack: Stack, duration: int, rate: float) -> dict[tuple[str, str], d
     """Every configuration, paced then unpaced."""
     results = {}
     for setup, scorer, port, api in configurations(stack):
-        paced = wrk(port, duration, CONNECTIONS * 1000.0 / rate, stack.workdir)
+        paced = wrk(port, duration, 1000.0 / rate, stack.workdir)
         unpaced = wrk(port, max(2, duration // 2), 0, stack.workdir)
         row = {"p50": paced["p50"], "p99": paced["p99"], "rps_paced": paced["rps"], "rps_max": unpaced["rps"],
                "non2xx": paced["non2xx"] + unpaced["non2xx"]}
