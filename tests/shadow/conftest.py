@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -12,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from aiohttp import web
+from pydantic import SecretStr
 
 from shadow.app import init_app
 from shadow.settings import ShadowSettings
@@ -19,7 +24,6 @@ from tests.shadow.fault_scorer import Faults, fault_app
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
 
 @contextlib.asynccontextmanager
@@ -100,6 +104,38 @@ async def running_sidecar(settings: ShadowSettings) -> AsyncIterator[tuple[str, 
     app = init_app(settings)
     async with serve(app) as url:
         yield url, app
+
+
+@contextlib.asynccontextmanager
+async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
+    """``semif-shadow sidecar run`` in its own process, set up by SHADOW_* variables; yields the API URL.
+
+    SIGTERM on exit (the sidecar drains and flushes its records) and the exit code must be 0.
+    """
+    env = dict(os.environ)
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            plain = value.get_secret_value() if isinstance(value, SecretStr) else value
+            env[f"SHADOW_{name.upper()}"] = str(plain).lower() if isinstance(plain, bool) else str(plain)
+    proc = await asyncio.create_subprocess_exec(str(Path(sys.executable).parent / "semif-shadow"), "sidecar",
+                                                "run", env=env, stderr=asyncio.subprocess.PIPE)
+    url = f"http://{settings.host}:{settings.port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(300):
+                with contextlib.suppress(aiohttp.ClientConnectionError):
+                    async with session.get(url + "/healthz") as resp:
+                        if resp.status == 200:  # noqa: PLR2004
+                            break
+                if proc.returncode is not None:
+                    raise AssertionError(f"sidecar exited: {(await proc.stderr.read()).decode()}")  # type: ignore[union-attr]
+                await asyncio.sleep(0.05)
+        yield url
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        _, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
 
 
 def read_rows(root: Path, dataset: str) -> list[dict[str, Any]]:

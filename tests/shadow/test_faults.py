@@ -14,8 +14,8 @@ import pytest
 from tests.shadow.conftest import (
     free_port,
     read_rows,
-    running_sidecar,
     settings_for,
+    sidecar_process,
     ticket_type,
     write_catalog,
 )
@@ -81,22 +81,21 @@ async def test_mirror_api_fast_and_every_decision_accounted(
     Healthy, 10 s slow, 500, 503, resetting or dead: POST /v1/decisions answers 202 within 5 ms p99;
     each offered decision ends as exactly one proposals row whose status/reason matches the scorer's
     condition; the breaker keeps a failing scorer from being flooded. Latency is the client's view,
-    4 rounds of 150 paced requests; the best round's p99 must pass.
+    600 requests paced 3 ms apart to a sidecar running as its own process (`semif-shadow sidecar run`).
     """
     faults.mode = {"dead": "healthy"}.get(scenario, scenario)
     faults.retry_after = "0"
     endpoint = f"http://127.0.0.1:{free_port()}" if scenario == "dead" else scorer_url
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(endpoint)})
-    settings = settings_for(tmp_path, catalog, queue_max_items=50)
-    async with running_sidecar(settings) as (url, _app):
+    settings = settings_for(tmp_path, catalog, queue_max_items=50, port=free_port())
+    async with sidecar_process(settings) as url:
         rounds = await offer_many(url, ROUNDS, PER_ROUND, scenario)
         if scenario == "healthy":
             await asyncio.sleep(0.2)  # let the workers finish before shutdown
-    faults.release.set()
-    # The machine is shared (2 cores): a neighbour's burst can preempt a whole round. The best round's p99
-    # is the sidecar's own tail; a tail the sidecar causes (a pause, a blocking call) shows in every round.
-    p99s = [p99(r) for r in rounds]
-    assert min(p99s) < P99_BUDGET_MS, f"p99 per round {[round(x, 2) for x in p99s]} ms"
+        faults.release.set()
+    latencies = [ms for r in rounds for ms in r]
+    p99s = [round(p99(r), 2) for r in rounds]
+    assert p99(latencies) < P99_BUDGET_MS, f"p99 {p99(latencies):.2f} ms (per round {p99s})"
 
     rows = read_rows(tmp_path / "records", "proposals")
     ids = Counter(r["decision_id"] for r in rows)
