@@ -125,7 +125,7 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
             for _ in range(300):
                 with contextlib.suppress(aiohttp.ClientConnectionError):
                     async with session.get(url + "/healthz") as resp:
-                        if resp.status == 200:  # noqa: PLR2004
+                        if resp.status == 200:
                             break
                 if proc.returncode is not None:
                     raise AssertionError(f"sidecar exited: {(await proc.stderr.read()).decode()}")  # type: ignore[union-attr]
