@@ -315,12 +315,14 @@ def main() -> None:
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: apt-get install -y nginx wrk")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs at the start", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="bench-sidecar-") as tmp, Stack(Path(tmp)) as stack:
         runs = []
         for i in range(args.runs):
             print(f"run {i + 1}/{args.runs}", file=sys.stderr)
             runs.append(one_run(stack, args.duration, args.rate))
     table = median_table(runs)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end (the bench itself adds about 1)", file=sys.stderr)
     print_table(table, args.runs, args.rate)
     if args.json:
         args.json.write_text(json.dumps(table, indent=2))
