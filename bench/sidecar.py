@@ -322,7 +322,7 @@ def main() -> None:
             print(f"run {i + 1}/{args.runs}", file=sys.stderr)
             runs.append(one_run(stack, args.duration, args.rate))
     table = median_table(runs)
-    print(f"load average {os.getloadavg()[0]:.2f} at the end (the bench itself adds about 1)", file=sys.stderr)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end (the bench adds about 1)", file=sys.stderr)
     print_table(table, args.runs, args.rate)
     if args.json:
         args.json.write_text(json.dumps(table, indent=2))
