@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import json
 import logging
 import shutil
@@ -162,6 +163,8 @@ async def relay_main(spec: dict[str, Any]) -> None:
                          spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]))
     server = ProxyServer(config, hooks)
     port = await server.start(sock=socket.socket(fileno=spec["fd"]))
+    gc.collect()
+    gc.freeze()  # start-up objects never walked again by a collection (docs/performance.md, Sidecar)
     transport.write(encode_json(b"R", {"port": port}))
     stopped: asyncio.Future[Any] = asyncio.create_task(stop.wait())
     waits: set[asyncio.Future[Any]] = {stopped, channel.closed}
