@@ -1,7 +1,8 @@
 -- The outcome of each decision as known at `as_of`: a repeated outcome keeps the latest `outcome_at`
--- (ties broken by the outcome id, so reruns agree). The order is one 128-bit key per report
--- (microseconds, then the outcome's rank among the window's outcome ids), so the aggregate keeps a
--- scalar per decision rather than a struct.
+-- (ties broken by the outcome id, so reruns agree). Each report gets one bigint order key, microseconds
+-- since `read_start` times the number of distinct outcome ids plus the outcome's rank among them, so the
+-- aggregate is a plain `max` and the outcome and its time are read back from the key. (The key overflows,
+-- and the model fails loudly, only past 2^63: e.g. 290,000 distinct outcome ids in a one-year window.)
 with source as (
     select * from raw_outcomes
 ),
@@ -18,22 +19,24 @@ known as not materialized (
 ),
 
 names as (
-    select list(distinct outcome order by outcome) as sorted from known
+    select list(distinct outcome order by outcome) as sorted, count(distinct outcome) as n from known
 ),
 
 latest as (
     select
         known.decision_id,
-        arg_max(known.outcome, epoch_us(known.outcome_at)::hugeint * 4294967296
-                               + list_position(names.sorted, known.outcome)) as outcome,
-        max(known.outcome_at) as outcome_at,
-        count(*) as reports
-    from known, names
+        max((epoch_us(known.outcome_at) - epoch_us(params.read_start)) * names.n
+            + list_position(names.sorted, known.outcome) - 1) as order_key
+    from known, names, params
     group by known.decision_id
 ),
 
 final as (
-    select * from latest
+    select
+        latest.decision_id,
+        names.sorted[latest.order_key % names.n + 1] as outcome,
+        make_timestamptz(epoch_us(params.read_start) + latest.order_key // names.n) as outcome_at
+    from latest, names, params
 )
 
 select * from final
