@@ -24,6 +24,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("intermediate", "int_cube"),
     ("intermediate", "int_cube_scoped"),
     ("intermediate", "int_label_rates"),
+    ("intermediate", "int_calibration_labelled"),
     ("intermediate", "int_calibration_buckets"),
     ("intermediate", "int_calibration_edges"),
     ("intermediate", "int_calibration_binned"),

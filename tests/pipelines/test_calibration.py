@@ -153,8 +153,8 @@ def test_calibration_invariants_and_known_properties(computed: Computed) -> None
 
 
 def binned_per_bin(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
-    """Build the three equal-mass bin models on ``con``: (model key, bin, count, lowest, highest) per bin."""
-    for name in ("int_calibration_buckets", "int_calibration_edges"):
+    """Build the equal-mass bin models on ``con``: (model key, bin, count, lowest, highest) per bin."""
+    for name in ("int_calibration_labelled", "int_calibration_buckets", "int_calibration_edges"):
         con.execute(f"create table {name} as {model_sql(name)}")
     return con.sql(
         "select model_key, bin, sum(decisions), min(confidence_min), max(confidence_max) "  # noqa: S608  (our model)

@@ -6,13 +6,7 @@
 -- (`int_calibration_buckets`, `int_calibration_edges`): a row's bin is the number of edges in lower
 -- confidence buckets plus those in its own bucket that are below it.
 with labelled as (
-    select
-        decisions.week_start, segments.model_scope, segments.all_scope,
-        decisions.confidence, decisions.correct, decisions.block,
-        floor(decisions.confidence * 4096)::integer as bucket
-    from int_decisions as decisions
-    join int_segments as segments using (segment)
-    where decisions.labelled
+    select * from int_calibration_labelled
 ),
 
 binned as (

@@ -4,13 +4,7 @@
 -- holding m_k is found from the running counts of `int_calibration_buckets`, and only that bucket's
 -- rows are ranked to read v_k.
 with labelled as (
-    select
-        decisions.week_start, segments.model_scope, segments.all_scope,
-        decisions.confidence, decisions.correct, decisions.block,
-        floor(decisions.confidence * 4096)::integer as bucket
-    from int_decisions as decisions
-    join int_segments as segments using (segment)
-    where decisions.labelled
+    select * from int_calibration_labelled
 ),
 
 params as (

@@ -1,0 +1,17 @@
+-- Labelled decisions with what the top-label equal-mass bins need: week, model and all-model scope,
+-- confidence, whether the proposal was right, bootstrap block and confidence bucket floor(c * 4096)
+-- (monotone in c). Materialized once for `int_calibration_buckets`, `_edges` and `_binned`.
+with decisions as (
+    select * from int_decisions where labelled
+),
+
+final as (
+    select
+        decisions.week_start, segments.model_scope, segments.all_scope,
+        decisions.confidence, decisions.correct, decisions.block,
+        floor(decisions.confidence * 4096)::integer as bucket
+    from decisions
+    join int_segments as segments using (segment)
+)
+
+select * from final
