@@ -20,7 +20,7 @@ per_segment as (
         count(*) filter (where scored.correct) as correct,
         sum(scored.confidence) as sum_confidence,
         -- multiclass Brier: sum over options of (p - [option = outcome])^2 = sum p^2 - 2 p_outcome + 1
-        sum(list_sum(list_transform(scored.probabilities, lambda x: x * x))
+        sum(list_dot_product(scored.probabilities, scored.probabilities)
             - 2 * scored.probabilities[scored.outcome_pos] + 1) as sum_brier,
         sum(-ln(greatest(scored.probabilities[scored.outcome_pos], 1e-15))) as sum_log_loss
     from scored, params
