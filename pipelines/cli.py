@@ -100,6 +100,12 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
 @click.option(
     "--price", "prices", multiple=True, metavar="TYPE=USD", help="Override an hourly instance price (repeat)."
 )
+@click.option(
+    "--catalog",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Sidecar catalog: its options marked high_consequence feed severe_errors (or PIPELINES_CATALOG).",
+)
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
 def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     root: str,
@@ -109,6 +115,7 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     out: Path,
     as_of: str | None,
     prices: tuple[str, ...],
+    catalog: Path | None,
     s3_endpoint: str | None,
 ) -> None:
     """Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
@@ -118,6 +125,7 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     \b
     Examples:
       semif-shadow pipelines run --root records --week 2026-W48
+      semif-shadow pipelines run --root records --week 2026-W48 --catalog catalog.yaml
       semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \\
           --s3-endpoint http://127.0.0.1:5000 --as-of 2026-12-05T00:00:00Z
     """
@@ -125,7 +133,9 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     from pipelines.settings import PipelineSettings  # noqa: PLC0415
 
     try:
-        settings = PipelineSettings() if s3_endpoint is None else PipelineSettings(s3_endpoint=s3_endpoint)
+        settings = PipelineSettings()
+        overrides = {"s3_endpoint": s3_endpoint, "catalog": catalog}
+        settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
         _run(settings, root, _weeks(week, since, until), out, as_of, prices)
     except PipelinesError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -18,6 +18,7 @@ import duckdb
 
 from pipelines.errors import PipelinesError
 from pipelines.output import write_marts
+from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
 from pipelines.sqlmodels import Model, load_models, quote_ident
 from pipelines.udfs import register_udfs
@@ -100,7 +101,7 @@ def bind_config(
     columns = ", ".join(f"${name}::{types.get(name, 'integer')} as {quote_ident(name)}" for name in params)
     con.execute(f"create or replace table run_params as select {columns}", params)
     con.execute("create or replace table cfg_high_consequence (decision_type varchar, option_id varchar)")
-    pairs = [[t, o] for t, options in settings.high_consequence.items() for o in options]
+    pairs = [[t, o] for t, options in high_consequence_options(settings).items() for o in options]
     if pairs:
         con.executemany("insert into cfg_high_consequence values (?, ?)", pairs)
     con.execute(
@@ -197,9 +198,9 @@ def run(
     window = job.window
     try:
         result = RunResult(weeks=[m.isoformat() for m in window.targets()])
+        bind_config(con, job.settings, window, job.prices)
         files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
         result.files = files.counts()
-        bind_config(con, job.settings, window, job.prices)
         step = None if on_step is None else lambda m: on_step(m.name)
         result.seconds = build(con, load_models(), step, files)
         check_segments(con)

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.errors import BadArgument
+
 PRICES_FILE = Path(__file__).with_name("prices.yaml")
 
 
@@ -40,7 +42,11 @@ class PipelineSettings(BaseSettings):
     )
     high_consequence: dict[str, list[str]] = Field(
         default_factory=lambda: {"ticket_routing": ["refund"], "priority": ["urgent"]},
-        description="catalog: high-consequence option ids per decision type",
+        description="high-consequence option ids per decision type (JSON); with a catalog, set "
+        "types replace the catalog's marks and others are added (the default: the generator's types)",
+    )
+    catalog: Path | None = Field(
+        default=None, description="sidecar catalog YAML whose options marked high_consequence are used"
     )
     reference_weeks: int = Field(
         default=4, ge=2, le=52, description="weeks before the target used as drift reference"
@@ -64,3 +70,28 @@ class PipelineSettings(BaseSettings):
     memory_limit: str = Field(default="2GB", description="DuckDB memory_limit")
     temp_directory: Path | None = Field(default=None, description="where DuckDB spills beyond memory_limit")
     threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")
+
+
+def high_consequence_options(settings: PipelineSettings) -> dict[str, list[str]]:
+    """High-consequence option ids per decision type.
+
+    Without a catalog: ``high_consequence`` (set, or its default). With ``catalog``: the options it marks
+    ``high_consequence: true``, and where ``PIPELINES_HIGH_CONSEQUENCE`` is set, each type it names replaces
+    the catalog's list for that type (``[]`` unmarks one) and types the catalog lacks are added.
+    """
+    if settings.catalog is None:
+        return dict(settings.high_consequence)
+    from shadow.catalog import load_catalog  # noqa: PLC0415  (loaded only when a catalog is given)
+    from shadow.errors import CatalogError  # noqa: PLC0415
+
+    try:
+        catalog = load_catalog(settings.catalog)
+    except CatalogError as exc:
+        raise BadArgument(str(exc), "catalog") from exc
+    marked = {
+        name: [option.id for option in dtype.options if option.high_consequence]
+        for name, dtype in catalog.decision_types.items()
+    }
+    if "high_consequence" in settings.model_fields_set:
+        marked.update(settings.high_consequence)
+    return {name: options for name, options in marked.items() if options}

@@ -14,7 +14,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from scorer.contract import format_loc
 from shadow.errors import CatalogError
@@ -35,6 +43,16 @@ class Option(_Strict):
 
     id: Annotated[str, Field(min_length=1, max_length=256)]
     text: Annotated[str, Field(min_length=1, max_length=4096)]
+    high_consequence: bool = Field(
+        default=False, description="a confident wrong proposal of it is a severe error (pipelines)")
+
+    @model_serializer(mode="wrap")
+    def _omit_unmarked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``high_consequence: false`` out, so catalogs that never mark an option keep their sha256."""
+        data: dict[str, Any] = handler(self)
+        if not self.high_consequence:
+            data.pop("high_consequence", None)
+        return data
 
 
 class StateSpec(_Strict):

@@ -91,6 +91,7 @@ def test_generate_then_run_writes_the_marts(tmp_path: Path) -> None:
         (["--week", "2026-W48", "--price", "ml.g6e.xlarge"], "TYPE=USD"),
         (["--week", "2026-W48"], "no proposals"),
         (["--week", "2026-W48", "--since", "2026-W47"], "not both"),
+        (["--week", "2026-W48", "--catalog", "no-such.yaml"], "catalog: no-such.yaml: cannot read"),
     ],
 )
 def test_run_rejects_bad_arguments_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
