@@ -208,6 +208,8 @@ class Stack:
             self.sidecars[name] = self._sidecar(name, p[f"scorer_{name}"])
         self.sidecars["off"] = self._sidecar("off", p["scorer_fast"], {"SHADOW_KILL_SWITCH": "true"})
         self.sidecars["inproc"] = self._sidecar("inproc", p["scorer_fast"], {"SHADOW_PROXY_PROCESS": "false"})
+        self.sidecars["longslice"] = self._sidecar("longslice", p["scorer_fast"],
+                                                   {"SHADOW_PROXY_SLICE_US": "0"})
         sidecar_ports = [port for pair in self.sidecars.values() for port in pair]
         for port in [p["upstream"], p["scorer_fast"], p["scorer_slow"], p["mirror_fast"], *sidecar_ports]:
             wait_port(port)
@@ -251,6 +253,7 @@ def configurations(stack: Stack) -> list[tuple[str, str, int, int | None]]:
             ("nginx proxy_pass, no mirror", "-", p["plain_proxy"], None),
             ("sidecar, kill switch on", "healthy", s["off"][1], s["off"][0]),
             ("sidecar, relay in-process", "healthy", s["inproc"][1], s["inproc"][0]),
+            ("sidecar, relay on the kernel's slice", "healthy", s["longslice"][1], s["longslice"][0]),
             ("sidecar", "healthy", s["fast"][1], s["fast"][0]),
             ("sidecar", "2 s", s["slow"][1], s["slow"][0]),
             ("sidecar", "down", s["down"][1], s["down"][0]),
