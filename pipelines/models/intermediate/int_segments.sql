@@ -1,21 +1,19 @@
--- The distinct segments of the offered decisions: decision type, status and reason, model identity, fleet
--- and option list. Each decision carries only its segment's 64-bit hash (`int_decisions.segment`); every
--- string lives here once. Scope ids for the per-row metrics: `model_scope` (type x model identity),
+-- The distinct segments of the offered decisions (from `int_segment_weeks`): decision type, status and
+-- reason, model identity, fleet and option list. Each decision carries only its segment's 64-bit hash
+-- (`int_decisions.segment`); every string lives here once. Scope ids for the per-row metrics: `model_scope` (type x model identity),
 -- `all_scope` (type, all models: '*'; negative) and `fleet_scope` (type x backend x device x instance type).
 -- The runner checks that no two segments share a hash (exactly for the scalar columns; option lists are
 -- told apart by the hash alone).
-with proposals as (
-    select * from stg_proposals
+with segment_weeks as (
+    select * from int_segment_weeks
 ),
 
 distinct_segments as (
     select
-        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-             instance_type, option_ids) as segment,
-        decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+        segment, decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
         instance_type,
         any_value(option_ids) as option_ids
-    from proposals
+    from segment_weeks
     group by all
 ),
 
