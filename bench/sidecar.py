@@ -12,8 +12,8 @@ Everything runs on loopback, started by this script:
 
 Each is loaded by wrk twice: at ``--rate`` requests/s, spaced evenly over 10 connections (latency
 p50/p99; like wrk2's ``-R``, a Lua ``delay()`` hands out the slots of one schedule; wrk rounds delays
-to whole milliseconds), and unpaced (throughput). Run with ``--runs 3``: the table gives the median of
-the runs. Usage::
+to whole milliseconds), and unpaced (throughput). Each sidecar row gets a freshly started sidecar, alone
+(as on a production host). Run with ``--runs 3``: the table gives the median of the runs. Usage::
 
     .venv/bin/python bench/sidecar.py --runs 3 --duration 10
 """
@@ -34,8 +34,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -187,8 +191,36 @@ def metrics(port: int) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One row of the table: what wrk loads, and the sidecar to run for it (None: nginx only)."""
+
+    name: str
+    scorer: str
+    port: str
+    """Which of the stack's ports wrk loads (for a sidecar: its proxy port)."""
+    sidecar: dict[str, str] | None = None
+    """Extra SHADOW_* settings of the sidecar; its scorer is the ``scorer`` column's."""
+
+
+SETUPS = [
+    Setup("no mirror", "-", "upstream"),
+    Setup("nginx proxy_pass, no mirror", "-", "plain_proxy"),
+    Setup("sidecar, kill switch on", "healthy", "proxy", {"SHADOW_KILL_SWITCH": "true"}),
+    Setup("sidecar, relay in-process", "healthy", "proxy", {"SHADOW_PROXY_PROCESS": "false"}),
+    Setup("sidecar, relay on the kernel's slice", "healthy", "proxy", {"SHADOW_PROXY_SLICE_US": "0"}),
+    Setup("sidecar", "healthy", "proxy", {}),
+    Setup("sidecar", "2 s", "proxy", {}),
+    Setup("sidecar", "down", "proxy", {}),
+    Setup("nginx mirror", "healthy", "mirror_fast"),
+    Setup("nginx mirror", "2 s", "mirror_slow"),
+    Setup("nginx mirror", "down", "mirror_down"),
+]
+SCORER_PORT = {"healthy": "scorer_fast", "2 s": "scorer_slow", "down": "scorer_down"}
+
+
 class Stack:
-    """Upstream, mirrors, scorers and sidecars for one benchmark session."""
+    """Upstream, nginx fronts and scorers for one benchmark session; one sidecar at a time."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -196,7 +228,7 @@ class Stack:
         names = ("upstream", "plain_proxy", "scorer_fast", "scorer_slow", "scorer_down", "mirror_fast",
                  "mirror_slow", "mirror_down")
         self.ports = {name: free_port() for name in names}
-        self.sidecars: dict[str, tuple[int, int]] = {}
+        self.started = 0
 
     def __enter__(self) -> Self:
         p = self.ports
@@ -204,14 +236,7 @@ class Stack:
         self.procs.append(start([PY, "-m", "tests.shadow.fault_scorer", "--port", str(p["scorer_slow"]),
                                  "--delay", "2"]))
         self._nginx()
-        for name in ("fast", "slow", "down"):
-            self.sidecars[name] = self._sidecar(name, p[f"scorer_{name}"])
-        self.sidecars["off"] = self._sidecar("off", p["scorer_fast"], {"SHADOW_KILL_SWITCH": "true"})
-        self.sidecars["inproc"] = self._sidecar("inproc", p["scorer_fast"], {"SHADOW_PROXY_PROCESS": "false"})
-        self.sidecars["longslice"] = self._sidecar("longslice", p["scorer_fast"],
-                                                   {"SHADOW_PROXY_SLICE_US": "0"})
-        sidecar_ports = [port for pair in self.sidecars.values() for port in pair]
-        for port in [p["upstream"], p["scorer_fast"], p["scorer_slow"], p["mirror_fast"], *sidecar_ports]:
+        for port in [p["upstream"], p["scorer_fast"], p["scorer_slow"], p["mirror_fast"]]:
             wait_port(port)
         return self
 
@@ -229,7 +254,11 @@ class Stack:
         self.procs.append(start(["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf"),
                                  "-g", "daemon off; user root;"]))
 
-    def _sidecar(self, name: str, scorer_port: int, extra: dict[str, str] | None = None) -> tuple[int, int]:
+    @contextlib.contextmanager
+    def sidecar(self, scorer_port: int, extra: dict[str, str]) -> Iterator[tuple[int, int]]:
+        """A fresh sidecar in proxy mode for one setup; yields (API port, proxy port)."""
+        self.started += 1
+        name = f"s{self.started}"
         api, proxy = free_port(), free_port()
         catalog = self.workdir / f"catalog-{name}.yaml"
         catalog.write_text(CATALOG % scorer_port)
@@ -237,43 +266,43 @@ class Stack:
                "SHADOW_UPSTREAM_URL": f"http://127.0.0.1:{self.ports['upstream']}",
                "SHADOW_RECORDS_ROOT": str(self.workdir / f"records-{name}"),
                "SHADOW_RECORDS_SPOOL_DIR": str(self.workdir / f"spool-{name}"),
-               "SHADOW_WRITER_ID": f"bench_{name}", **(extra or {})}
-        self.procs.append(start([str(Path(PY).parent / "semif-shadow"), "sidecar", "run"], env))
-        return api, proxy
+               "SHADOW_WRITER_ID": f"bench_{name}", **extra}
+        proc = start([str(Path(PY).parent / "semif-shadow"), "sidecar", "run"], env)
+        try:
+            wait_port(api)
+            wait_port(proxy)
+            time.sleep(1.0)  # past start-up (imports, the relay's first connections)
+            yield api, proxy
+        finally:
+            stop(proc)
 
     def __exit__(self, *exc: object) -> None:
         for proc in reversed(self.procs):
             stop(proc)
 
 
-def configurations(stack: Stack) -> list[tuple[str, str, int, int | None]]:
-    """(setup, scorer, port to load, sidecar API port or None)."""
-    s, p = stack.sidecars, stack.ports
-    return [("no mirror", "-", p["upstream"], None),
-            ("nginx proxy_pass, no mirror", "-", p["plain_proxy"], None),
-            ("sidecar, kill switch on", "healthy", s["off"][1], s["off"][0]),
-            ("sidecar, relay in-process", "healthy", s["inproc"][1], s["inproc"][0]),
-            ("sidecar, relay on the kernel's slice", "healthy", s["longslice"][1], s["longslice"][0]),
-            ("sidecar", "healthy", s["fast"][1], s["fast"][0]),
-            ("sidecar", "2 s", s["slow"][1], s["slow"][0]),
-            ("sidecar", "down", s["down"][1], s["down"][0]),
-            ("nginx mirror", "healthy", p["mirror_fast"], None),
-            ("nginx mirror", "2 s", p["mirror_slow"], None),
-            ("nginx mirror", "down", p["mirror_down"], None)]
-
-
 def one_run(stack: Stack, duration: int, rate: float) -> dict[tuple[str, str], dict[str, float]]:
-    """Every configuration, paced then unpaced."""
+    """Every setup: latency paced at ``rate``, then throughput unpaced.
+
+    Each sidecar setup gets a freshly started sidecar, stopped afterwards, so no other sidecar runs
+    beside it and no earlier flood is still being worked off.
+    """
     results = {}
-    for setup, scorer, port, api in configurations(stack):
-        paced = wrk(port, duration, 1000.0 / rate, stack.workdir)
-        unpaced = wrk(port, max(2, duration // 2), 0, stack.workdir)
-        row = {"p50": paced["p50"], "p99": paced["p99"], "rps_paced": paced["rps"], "rps_max": unpaced["rps"],
-               "non2xx": paced["non2xx"] + unpaced["non2xx"]}
-        if api is not None:
-            row.update(metrics(api))
-        results[(setup, scorer)] = row
-        print(f"  {setup:24} {scorer:8} p50 {row['p50']:.2f} ms  p99 {row['p99']:.2f} ms  "
+    for setup in SETUPS:
+        with contextlib.ExitStack() as scope:
+            api = None
+            port = stack.ports.get(setup.port, 0)
+            if setup.sidecar is not None:
+                api, port = scope.enter_context(
+                    stack.sidecar(stack.ports[SCORER_PORT[setup.scorer]], setup.sidecar))
+            paced = wrk(port, duration, 1000.0 / rate, stack.workdir)
+            unpaced = wrk(port, max(2, duration // 2), 0, stack.workdir)
+            row = {"p50": paced["p50"], "p99": paced["p99"], "rps_paced": paced["rps"],
+                   "rps_max": unpaced["rps"], "non2xx": paced["non2xx"] + unpaced["non2xx"]}
+            if api is not None:
+                row.update(metrics(api))
+        results[(setup.name, setup.scorer)] = row
+        print(f"  {setup.name:36} {setup.scorer:8} p50 {row['p50']:.2f} ms  p99 {row['p99']:.2f} ms  "
               f"{row['rps_paced']:.0f} req/s paced  {row['rps_max']:.0f} req/s max", file=sys.stderr)
     return results
 

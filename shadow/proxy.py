@@ -221,6 +221,9 @@ class _Connection:
         self.responses_framer = Framer("response", keep, request_method=self._answered_method)
         self.last_io = 0.0
         self.timer: asyncio.TimerHandle | None = None
+        self.loop = asyncio.get_running_loop()
+        self.unframed_requests: list[bytes] = []
+        self.unframed_responses: list[bytes] = []
 
     def _answered_method(self) -> str | None:
         return self.requests[0].method if self.requests else None
@@ -239,15 +242,23 @@ class _Connection:
             self.held.append(data)
             self.held_bytes += len(data)
             if self.connecting is None:
-                self.connecting = asyncio.get_running_loop().create_task(self._connect())
+                self.connecting = self.loop.create_task(self._connect())
             if self.held_bytes > CONNECT_BUFFER and self.client is not None:
                 self.client.pause_reading()
+        self.last_io = self.loop.time()
+        if not self.unframed_requests:  # framed on the next turn: the bytes go out first
+            self.loop.call_soon(self._frame_requests)
+        self.unframed_requests.append(data)
+
+    def _frame_requests(self) -> None:
+        chunks, self.unframed_requests = self.unframed_requests, []
         before, framer = len(self.requests), self.requests_framer
-        if framer.off is None:
+        for data in chunks:
+            if framer.off is not None:
+                break
             framer.feed(data)
             if framer.off is not None and framer.off != "upgrade":
                 self.server.hooks.unmirrored(framer.off)
-        self.last_io = asyncio.get_running_loop().time()
         if len(self.requests) > before and self.timer is None:
             self._arm(self.server.config.read_timeout_s)
 
@@ -303,14 +314,25 @@ class _Connection:
         if client is None:
             return
         client.write(data)
-        self.last_io = asyncio.get_running_loop().time()
-        for response in self.responses_framer.feed(data):
-            self._answered(response)
-        self.answering = not self.responses_framer.idle
-        if self.responses_framer.off is not None and self.requests:
-            self._unmirrored(self.responses_framer.off)
+        self.answering = True
+        self.last_io = self.loop.time()
+        if not self.unframed_responses:  # framed (and mirrored) on the next turn: the bytes go out first
+            self.loop.call_soon(self._frame_responses)
+        self.unframed_responses.append(data)
+
+    def _frame_responses(self) -> None:
+        chunks, self.unframed_responses = self.unframed_responses, []
+        framer = self.responses_framer
+        for data in chunks:
+            for response in framer.feed(data):
+                self._answered(response)
+        self.answering = not framer.idle
+        if framer.off is not None and self.requests:
+            self._unmirrored(framer.off)
 
     def upstream_lost(self) -> None:
+        self._frame_requests()
+        self._frame_responses()
         for response in self.responses_framer.eof():
             self._answered(response)
         if self.requests:  # closed without answering them: the client sees the close, as it would directly
