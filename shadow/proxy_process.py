@@ -25,7 +25,6 @@ import ctypes
 import gc
 import json
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -145,32 +144,6 @@ class _ChannelClient(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-class _SchedAttr(ctypes.Structure):
-    _fields_ = (("size", ctypes.c_uint32), ("sched_policy", ctypes.c_uint32),
-                ("sched_flags", ctypes.c_uint64), ("sched_nice", ctypes.c_int32),
-                ("sched_priority", ctypes.c_uint32),
-                ("sched_runtime", ctypes.c_uint64), ("sched_deadline", ctypes.c_uint64),
-                ("sched_period", ctypes.c_uint64), ("sched_util_min", ctypes.c_uint32),
-                ("sched_util_max", ctypes.c_uint32))
-
-
-SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}
-
-
-def _short_slice(slice_us: int) -> bool:
-    """Ask the scheduler for a short time slice (Linux >= 6.12, EEVDF): wakes preempt longer-slice work.
-
-    The relay sleeps almost all the time; when a request arrives, a short slice lets it run before the
-    sidecar's own workers instead of waiting for their slice to end. No privilege is needed; where the
-    call is refused (older kernels, seccomp) nothing changes. Returns whether it took effect.
-    """
-    number = SYS_SCHED_SETATTR.get(os.uname().machine)
-    if not slice_us or number is None or not sys.platform.startswith("linux"):
-        return False
-    attr = _SchedAttr(size=ctypes.sizeof(_SchedAttr), sched_policy=0, sched_runtime=slice_us * 1000)
-    return int(ctypes.CDLL(None, use_errno=True).syscall(number, 0, ctypes.byref(attr), 0)) == 0
-
-
 def _die_with_parent() -> None:
     """SIGTERM this process when the sidecar that started it dies (Linux; elsewhere a no-op)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -212,8 +185,6 @@ def main() -> None:
     """``python -m shadow.proxy_process SPEC_JSON``: started by `ProxyProcess`, not by hand."""
     _die_with_parent()
     spec = json.loads(sys.argv[1])
-    if not _short_slice(spec["slice_us"]) and spec["slice_us"]:
-        log.info("proxy relay: the kernel kept its default time slice")
     try:
         import uvloop  # noqa: PLC0415  (optional: faster loop)
 
@@ -300,8 +271,7 @@ class ProxyProcess:
                 "upstream": {"host": c.upstream.host, "port": c.upstream.port, "tls": c.upstream.tls},
                 "connect_timeout_s": c.connect_timeout_s, "read_timeout_s": c.read_timeout_s,
                 "keep_bytes": c.keep_bytes, "routes": sorted(c.routes),
-                "handoff_bytes": self.settings.proxy_handoff_bytes, "grace_s": self.settings.shutdown_grace_s,
-                "slice_us": self.settings.proxy_slice_us}
+                "handoff_bytes": self.settings.proxy_handoff_bytes, "grace_s": self.settings.shutdown_grace_s}
 
     async def _spawn(self) -> None:
         assert self.sock is not None

@@ -36,8 +36,6 @@ class ShadowSettings(BaseSettings):
     upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
     proxy_process: bool = Field(
         default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
-    proxy_slice_us: int = Field(
-        default=100, ge=0, le=100_000, description="proxy: relay's scheduler time slice (0: kernel's)")
     proxy_handoff_bytes: int = Field(
         default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
     records_root: str = Field(default="shadow-records", description="records folder (or s3://bucket/prefix)")

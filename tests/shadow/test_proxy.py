@@ -9,7 +9,6 @@ import json
 import os
 import random
 import signal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -31,6 +30,7 @@ from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
     from tests.shadow.fault_scorer import Faults
 
@@ -264,28 +264,3 @@ def test_upstream_url_with_a_path_is_refused() -> None:
     with pytest.raises(ShadowError, match="expected http"):
         Upstream.parse("ftp://host")
     assert Upstream.parse("https://router.internal") == Upstream("router.internal", 443, tls=True)
-
-
-def _has_task_slices() -> bool:
-    sched = Path("/proc/self/sched")
-    return sched.exists() and "se.slice" in sched.read_text()
-
-
-def relay_slices(marker: bytes) -> list[int]:
-    """``se.slice`` (ns) of each relay process whose command line holds ``marker``."""
-    slices = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        with contextlib.suppress(OSError):
-            cmdline = (proc / "cmdline").read_bytes()
-            if b"shadow.proxy_process" in cmdline and marker in cmdline:
-                line = next(x for x in (proc / "sched").read_text().splitlines() if x.startswith("se.slice"))
-                slices.append(int(line.split(":")[1]))
-    return slices
-
-
-@pytest.mark.skipif(not _has_task_slices(), reason="this kernel has no per-task time slice")
-async def test_relay_asks_for_a_short_time_slice(scorer_url: str, tmp_path: Path) -> None:
-    """On kernels with per-task slices (EEVDF, /proc/PID/sched shows se.slice) the relay runs with 100 us."""
-    async with proxy_stack(tmp_path, scorer_url, proxy_slice_us=100) as (upstream, _proxy, _api):
-        mine = f'"port": {upstream.rsplit(":", 1)[1]},'.encode()  # the relay's spec names the upstream
-        assert relay_slices(mine) == [100_000]
