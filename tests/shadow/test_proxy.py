@@ -264,3 +264,28 @@ def test_upstream_url_with_a_path_is_refused() -> None:
     with pytest.raises(ShadowError, match="expected http"):
         Upstream.parse("ftp://host")
     assert Upstream.parse("https://router.internal") == Upstream("router.internal", 443, tls=True)
+
+
+async def test_relay_finishes_requests_in_flight_when_stopped(scorer_url: str, tmp_path: Path) -> None:
+    """SIGTERM to the relay (the sidecar stopping): a request waiting upstream still gets its answer.
+
+    New connections are refused afterwards.
+    """
+    async with serve(upstream_app()) as upstream:
+        catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0, shutdown_grace_s=3.0)
+        async with running_sidecar(settings) as (_api, core), aiohttp.ClientSession() as session:
+            proxy = ProxyProcess(settings, core)
+            url = await proxy.start()
+
+            async def slow_get() -> tuple[int, str]:
+                async with session.get(url + "/sleep?s=0.6") as resp:
+                    return resp.status, await resp.text()
+
+            pending = asyncio.create_task(slow_get())
+            await asyncio.sleep(0.2)  # the request is now waiting upstream
+            await proxy.stop()
+            assert await pending == (200, "late\n")
+            with pytest.raises(aiohttp.ClientConnectionError):
+                async with session.get(url + "/empty"):
+                    pass
