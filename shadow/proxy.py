@@ -224,6 +224,7 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.unframed_requests: list[bytes] = []
         self.unframed_responses: list[bytes] = []
+        self.gone = False
 
     def _answered_method(self) -> str | None:
         return self.requests[0].method if self.requests else None
@@ -252,6 +253,8 @@ class _Connection:
 
     def _frame_requests(self) -> None:
         chunks, self.unframed_requests = self.unframed_requests, []
+        if self.gone:  # the client left before this turn: nothing to pair or time out
+            return
         before, framer = len(self.requests), self.requests_framer
         for data in chunks:
             if framer.off is not None:
@@ -268,6 +271,7 @@ class _Connection:
             self.upstream.write_eof()
 
     def client_lost(self) -> None:
+        self.gone = True
         self.server.connections.discard(self)
         if not self.server.connections:
             self.server.all_closed.set()
