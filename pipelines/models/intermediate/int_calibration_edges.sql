@@ -68,34 +68,32 @@ edges as (
     join ranked using (week_start, scope, bucket, position)
 ),
 
-marks as (
-    select
-        keys.week_start, keys.model_scope, keys.bucket,
-        count(model_edges.k) filter (where model_edges.bucket < keys.bucket) as model_below,
-        list(model_edges.edge) filter (where model_edges.bucket = keys.bucket) as model_inside
-    from (select distinct week_start, model_scope, bucket from cells) as keys
-    left join edges as model_edges
-        on model_edges.week_start = keys.week_start and model_edges.scope = keys.model_scope
-    group by all
+scope_keys as (
+    select distinct week_start, model_scope as scope, bucket from cells
+    union
+    select distinct week_start, all_scope, bucket from cells
 ),
 
-all_marks as (
+marks as (  -- per scope (a model's or '*') and bucket: edges in lower buckets, edge values inside it
     select
-        keys.week_start, keys.all_scope, keys.bucket,
-        count(all_edges.k) filter (where all_edges.bucket < keys.bucket) as all_below,
-        list(all_edges.edge) filter (where all_edges.bucket = keys.bucket) as all_inside
-    from (select distinct week_start, all_scope, bucket from cells) as keys
-    left join edges as all_edges
-        on all_edges.week_start = keys.week_start and all_edges.scope = keys.all_scope
+        keys.week_start, keys.scope, keys.bucket,
+        count(edges.k) filter (where edges.bucket < keys.bucket) as below,
+        list(edges.edge) filter (where edges.bucket = keys.bucket) as inside
+    from scope_keys as keys
+    left join edges on edges.week_start = keys.week_start and edges.scope = keys.scope
     group by all
 ),
 
 final as (
-    select marks.week_start, marks.model_scope, marks.bucket,
-        marks.model_below, marks.model_inside, all_marks.all_below, all_marks.all_inside
+    select keys.week_start, keys.model_scope, keys.bucket,
+        model.below as model_below, model.inside as model_inside,
+        overall.below as all_below, overall.inside as all_inside
     from (select distinct week_start, model_scope, all_scope, bucket from cells) as keys
-    join marks using (week_start, model_scope, bucket)
-    join all_marks using (week_start, all_scope, bucket)
+    join marks as model
+        on model.week_start = keys.week_start and model.scope = keys.model_scope and model.bucket = keys.bucket
+    join marks as overall
+        on overall.week_start = keys.week_start and overall.scope = keys.all_scope
+        and overall.bucket = keys.bucket
 )
 
 select * from final
