@@ -62,6 +62,20 @@ class StoreUnavailable(RequestError):
     code = "store_unavailable"
 
 
+class BadGateway(RequestError):
+    """Proxy mode: the upstream cannot be reached."""
+
+    status = 502
+    code = "bad_gateway"
+
+
+class GatewayTimeout(RequestError):
+    """Proxy mode: the upstream did not accept, or sent nothing, in time."""
+
+    status = 504
+    code = "gateway_timeout"
+
+
 class ScorerCallError(ShadowError):
     """One scorer call failed; ``status``/``reason`` are what its proposals row says."""
 

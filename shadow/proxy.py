@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from multidict import CIMultiDict
 
-from shadow.errors import ShadowError
+from shadow.errors import BadGateway, GatewayTimeout, RequestError, ShadowError
 from shadow.http1 import Framer, Message
 from shadow.keys import METRICS, RUNTIMES
 from shadow.proxy_mirror import Exchange, mirror_exchange
@@ -70,11 +70,11 @@ class Upstream:
         return cls(parts.hostname, parts.port or (443 if tls else 80), tls)
 
 
-def _error_response(status: int, code: str, message: str) -> bytes:
-    """A complete JSON error response that closes the connection."""
-    body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
-    reason = {502: "Bad Gateway", 504: "Gateway Timeout"}[status]
-    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\n"
+def _error_response(error: RequestError) -> bytes:
+    """A complete response carrying ``error``'s JSON wire form; it closes the connection."""
+    body = json.dumps(error.to_json()).encode()
+    reason = {502: "Bad Gateway", 504: "Gateway Timeout"}[error.status]
+    head = (f"HTTP/1.1 {error.status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
     return head.encode("latin-1") + body
 
@@ -294,11 +294,11 @@ class _Connection:
                     lambda: _UpstreamSide(self), up.host, up.port, ssl=self.server.ssl,
                     server_hostname=up.host if up.tls else None)
         except TimeoutError:
-            self._fail(504, "gateway_timeout", f"upstream {up.host}:{up.port} did not accept in "
-                                                f"{config.connect_timeout_s:g} s")
+            self._fail(GatewayTimeout(f"upstream {up.host}:{up.port} did not accept in "
+                                      f"{config.connect_timeout_s:g} s"))
             return
         except OSError as exc:
-            self._fail(502, "bad_gateway", f"upstream {up.host}:{up.port}: {exc.strerror or exc}")
+            self._fail(BadGateway(f"upstream {up.host}:{up.port}: {exc.strerror or exc}"))
             return
         if self.client is None or self.client.is_closing():
             transport.abort()
@@ -371,15 +371,15 @@ class _Connection:
 
     # failures, timeouts, shutdown --------------------------------------------------------------------
 
-    def _fail(self, status: int, code: str, message: str) -> None:
+    def _fail(self, error: RequestError) -> None:
         """No upstream answer will come: answer 502/504 if nothing was sent yet, else close."""
         client = self.client
         self._disarm()
         if client is None or client.is_closing():
             return
         if not self.answering:
-            client.write(_error_response(status, code, message))
-            self.server.hooks.answered(status)
+            client.write(_error_response(error))
+            self.server.hooks.answered(error.status)
         self._unmirrored("upstream_failed")
         client.close()
         if self.upstream is not None:
@@ -402,7 +402,7 @@ class _Connection:
         if idle < limit:
             self._arm(limit - idle)
             return
-        self._fail(504, "gateway_timeout", f"upstream sent nothing for {limit:g} s")
+        self._fail(GatewayTimeout(f"upstream sent nothing for {limit:g} s"))
 
     def close(self) -> None:
         if self.client is not None:
@@ -422,11 +422,33 @@ def _nodelay(transport: asyncio.BaseTransport) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class _ClientSide(asyncio.Protocol):
-    """The production client's connection."""
+class _Side(asyncio.Protocol):
+    """One of the pair's two connections; when its writes back up, the other side stops reading."""
 
     def __init__(self, conn: _Connection) -> None:
         self.conn = conn
+
+    def peer(self) -> asyncio.Transport | None:
+        """The transport whose data this side writes out."""
+        raise NotImplementedError
+
+    def pause_writing(self) -> None:
+        peer = self.peer()
+        if peer is not None:
+            peer.pause_reading()
+
+    def resume_writing(self) -> None:
+        peer = self.peer()
+        if peer is not None:
+            peer.resume_reading()
+
+
+class _ClientSide(_Side):
+    """The production client's connection."""
+
+    def peer(self) -> asyncio.Transport | None:
+        """The upstream: its answers are written to the client."""
+        return self.conn.upstream
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.conn.client_connected(cast("asyncio.Transport", transport))
@@ -441,20 +463,13 @@ class _ClientSide(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         self.conn.client_lost()
 
-    def pause_writing(self) -> None:  # the client reads slower than the upstream answers
-        if self.conn.upstream is not None:
-            self.conn.upstream.pause_reading()
 
-    def resume_writing(self) -> None:
-        if self.conn.upstream is not None:
-            self.conn.upstream.resume_reading()
-
-
-class _UpstreamSide(asyncio.Protocol):
+class _UpstreamSide(_Side):
     """The paired connection to the production router."""
 
-    def __init__(self, conn: _Connection) -> None:
-        self.conn = conn
+    def peer(self) -> asyncio.Transport | None:
+        """The client: its requests are written to the upstream."""
+        return self.conn.client
 
     def data_received(self, data: bytes) -> None:
         self.conn.upstream_data(data)
@@ -464,14 +479,6 @@ class _UpstreamSide(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         self.conn.upstream_lost()
-
-    def pause_writing(self) -> None:  # the upstream reads slower than the client sends
-        if self.conn.client is not None:
-            self.conn.client.pause_reading()
-
-    def resume_writing(self) -> None:
-        if self.conn.client is not None:
-            self.conn.client.resume_reading()
 
 
 @contextlib.asynccontextmanager
