@@ -87,14 +87,19 @@ class Framer:
     ``feed`` returns the messages completed by the data; ``eof`` completes a body read until close;
     ``on_head`` sees each message as soon as its head is parsed (responses: final ones only). A
     response framer asks ``request_method()`` for the method of the request each response answers (a
-    HEAD response has no body; a 2xx to CONNECT opens a tunnel).
+    HEAD response has no body; a 2xx to CONNECT opens a tunnel). When one feed holds several responses,
+    the answer must move on as each one completes: pass ``on_message``, which receives every completed
+    message at once, before the next head is framed (``feed`` then returns nothing).
     """
 
-    def __init__(self, kind: Literal["request", "response"], keep: int, head_limit: int = 65536,
+    def __init__(self, kind: Literal["request", "response"], keep: int, *,  # noqa: PLR0913  (keyword-only hooks)
+                 head_limit: int = 65536,
                  request_method: Callable[[], str | None] | None = None,
-                 on_head: Callable[[Message], None] | None = None) -> None:
+                 on_head: Callable[[Message], None] | None = None,
+                 on_message: Callable[[Message], None] | None = None) -> None:
         self.kind = kind
         self.on_head = on_head
+        self.on_message = on_message
         self.keep = keep
         self.head_limit = head_limit
         self.request_method = request_method or (lambda: None)
@@ -287,7 +292,10 @@ class Framer:
         if message is not None:
             message.body = self._body.value()
             message.complete = True
-            self._done.append(message)
+            if self.on_message is not None:
+                self.on_message(message)
+            else:
+                self._done.append(message)
         self._message = None
         self._state = _State.HEAD
         if self._stop_after is not None:

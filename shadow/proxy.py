@@ -218,7 +218,8 @@ class _Connection:
         self.answering = False  # part of the current response already went to the client
         self.closing = False
         self.requests_framer = Framer("request", keep, on_head=self.requests.append)
-        self.responses_framer = Framer("response", keep, request_method=self._answered_method)
+        self.responses_framer = Framer("response", keep, request_method=self._answered_method,
+                                       on_message=self._answered)
         self.last_io = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.loop = asyncio.get_running_loop()
@@ -271,6 +272,8 @@ class _Connection:
             self.upstream.write_eof()
 
     def client_lost(self) -> None:
+        self._frame_requests()  # what was relayed before the client left is still paired and mirrored
+        self._frame_responses()
         self.gone = True
         self.server.connections.discard(self)
         if not self.server.connections:
@@ -328,8 +331,7 @@ class _Connection:
         chunks, self.unframed_responses = self.unframed_responses, []
         framer = self.responses_framer
         for data in chunks:
-            for response in framer.feed(data):
-                self._answered(response)
+            framer.feed(data)  # each completed response goes to `_answered` before the next is framed
         self.answering = not framer.idle
         if framer.off is not None and self.requests:
             self._unmirrored(framer.off)
@@ -337,8 +339,7 @@ class _Connection:
     def upstream_lost(self) -> None:
         self._frame_requests()
         self._frame_responses()
-        for response in self.responses_framer.eof():
-            self._answered(response)
+        self.responses_framer.eof()
         if self.requests:  # closed without answering them: the client sees the close, as it would directly
             self._unmirrored("upstream_closed")
         self.upstream = None

@@ -104,3 +104,25 @@ def test_on_head_sees_requests_before_their_bodies_arrive() -> None:
     framer = Framer("request", keep=64, on_head=heads.append)
     framer.feed(b"POST /upload HTTP/1.1\r\nContent-Length: 100\r\n\r\npart")
     assert [(m.start[1], m.complete) for m in heads] == [("/upload", False)]
+
+
+def test_responses_in_one_feed_each_follow_their_own_request() -> None:
+    """A HEAD answer and a GET answer arriving together: each is framed by its own request's method.
+
+    With ``on_message`` the caller moves to the next request as each response completes (the HEAD
+    answer's Content-Length must not swallow the next response as its body).
+    """
+    pending = ["HEAD", "GET", "GET"]
+    done: list[Message] = []
+
+    def answered(message: Message) -> None:
+        done.append(message)
+        pending.pop(0)
+
+    framer = Framer("response", keep=1024, request_method=lambda: pending[0] if pending else None,
+                    on_message=answered)
+    assert framer.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 3145728\r\n\r\n"
+                       b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                       b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\nnope") == []
+    assert [(m.status, m.body) for m in done] == [(200, b""), (200, b"ok"), (404, b"nope")]
+    assert pending == []
