@@ -17,6 +17,7 @@ Kind = Literal["view", "table"]
 ORDER: tuple[tuple[str, str], ...] = (
     ("staging", "stg_proposals"),
     ("staging", "stg_outcomes"),
+    ("intermediate", "int_segment_hours"),
     ("intermediate", "int_segment_weeks"),
     ("intermediate", "int_segments"),
     ("intermediate", "int_scopes"),

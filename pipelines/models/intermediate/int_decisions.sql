@@ -43,7 +43,7 @@ final as (
         confidence,
         proposal = outcome as correct,
         case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
-        (hash(decision_id) % params.bootstrap_blocks)::usmallint as block,
+        (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence

@@ -1,23 +1,20 @@
--- The offered decisions counted per segment and ISO week, with their scorer time and prompt tokens: the
--- one pass over the proposals' strings. A segment is the decision type, status and reason, model
--- identity, fleet and option list; each decision carries only its 64-bit hash (`int_decisions.segment`),
--- and `int_segments` names it. Busy time and tokens (of the scored segments) feed `int_usage`.
-with proposals as (
-    select * from stg_proposals
+-- The offered decisions counted per segment and ISO week (Monday, UTC), with their scorer time and prompt
+-- tokens, summed from `int_segment_hours`. Busy time and tokens (of the scored segments) feed `int_usage`.
+with hours as (
+    select * from int_segment_hours
 ),
 
 final as (
     select
-        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-             instance_type, option_ids) as segment,
-        decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-        instance_type, week_start,
+        segment, decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+        instance_type,
+        date_trunc('week', make_timestamp(hour * 3600000000))::date as week_start,  -- UTC, without ICU
         any_value(option_ids) as option_ids,
-        count(*) as offered,
-        sum(scorer_ms) as sum_scorer_ms,
+        sum(offered)::bigint as offered,
+        sum(sum_scorer_ms) as sum_scorer_ms,
         sum(prompt_tokens) as prompt_tokens,
         sum(cached_tokens) as cached_tokens
-    from proposals
+    from hours
     group by all
 )
 

@@ -1,20 +1,24 @@
 -- Exact p50/p95/p99 of scorer and end-to-end time (quantile_cont: linear interpolation, numpy's default)
 -- and throughput per decision type, week, backend, device and instance type (CPU and GPU side by side).
--- Straight from the proposals: latency needs no outcome.
+-- Straight from the proposals: latency needs no outcome. The busiest hour comes from `int_segment_hours`.
 with scored as (
-    select decision_type, week_start, backend, device, instance_type, received_at, scorer_ms, total_ms
+    select decision_type, week_start, backend, device, instance_type, scorer_ms, total_ms
     from stg_proposals
     where status = 'scored'
 ),
 
 hourly as (
-    select decision_type, week_start, backend, device, instance_type, count(*) as n
-    from scored
-    group by decision_type, week_start, backend, device, instance_type, epoch_us(received_at) // 3600000000
+    select
+        decision_type, backend, device, instance_type, hour,
+        date_trunc('week', make_timestamp(hour * 3600000000))::date as week_start,
+        sum(offered) as n
+    from int_segment_hours
+    where status = 'scored'
+    group by all
 ),
 
 peaks as (
-    select decision_type, week_start, backend, device, instance_type, max(n) as peak_per_hour
+    select decision_type, week_start, backend, device, instance_type, max(n)::bigint as peak_per_hour
     from hourly
     group by all
 ),

@@ -1,0 +1,26 @@
+-- The offered decisions counted per segment and UTC hour, with their scorer time and prompt tokens: the
+-- one pass over the proposals' strings. A segment is the decision type, status and reason, model
+-- identity, fleet and option list; each decision carries only its 64-bit hash (`int_decisions.segment`),
+-- and `int_segments` names it. Weeks (`int_segment_weeks`) and the latency mart's busiest hour are summed
+-- from here, so no other model reads the proposals for them.
+with proposals as (
+    select * from stg_proposals
+),
+
+final as (
+    select
+        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+             instance_type, option_ids) as segment,
+        decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+        instance_type,
+        epoch_us(received_at) // 3600000000 as hour,
+        any_value(option_ids) as option_ids,
+        count(*) as offered,
+        sum(scorer_ms) as sum_scorer_ms,
+        sum(prompt_tokens) as prompt_tokens,
+        sum(cached_tokens) as cached_tokens
+    from proposals
+    group by all
+)
+
+select * from final
