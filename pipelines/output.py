@@ -3,11 +3,13 @@
 ``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` and ``<out>/pipelines.duckdb``.
 
 A week's Parquet file is written aside and renamed over the old one; in the DuckDB file the target weeks'
-rows of a mart are deleted and inserted in one transaction. Rerunning a week therefore replaces it whole.
+rows of every mart are deleted and inserted in one transaction. Rerunning a week therefore replaces it whole.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -20,6 +22,7 @@ from pipelines.weeks import Window, week_label
 
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Iterator
     from pathlib import Path
 
 DATABASE_FILE = "pipelines.duckdb"
@@ -53,26 +56,36 @@ def write_parquet(path: Path, table: pa.Table) -> None:
     tmp.replace(path)
 
 
-def replace_weeks(db: duckdb.DuckDBPyConnection, mart: str, mondays: list[dt.date], table: pa.Table) -> None:
-    """Replace the target weeks' rows of ``mart`` in the output DuckDB file, in one transaction.
+def replace_weeks(db: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], mondays: list[dt.date]) -> None:
+    """Replace the target weeks' rows of every mart in the output DuckDB file, in one transaction.
 
     A mart that gained columns since the file was written gets them added (older weeks read NULL there);
-    a failure rolls the weeks back, leaving the previous rows in place.
+    a failure rolls every mart back, leaving the previous run's rows in place.
     """
-    name = quote_ident(mart)
+    for mart, table in tables.items():
+        with registered(db, table):
+            db.execute(f"create table if not exists {quote_ident(mart)} as select * from incoming limit 0")  # noqa: S608
+            add_new_columns(db, mart)
+    db.execute("begin")
+    try:
+        for mart, table in tables.items():
+            name = quote_ident(mart)
+            with registered(db, table):
+                db.execute(f"delete from {name} where list_contains($mondays, week_start)",  # noqa: S608
+                           {"mondays": mondays})
+                db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
+    except duckdb.Error:
+        db.execute("rollback")
+        raise
+    db.execute("commit")
+
+
+@contextmanager
+def registered(db: duckdb.DuckDBPyConnection, table: pa.Table) -> Iterator[None]:
+    """``table`` as the relation ``incoming`` for the duration of the block."""
     db.register("incoming", table)
     try:
-        db.execute(f"create table if not exists {name} as select * from incoming limit 0")  # noqa: S608
-        add_new_columns(db, mart)
-        db.execute("begin")
-        try:
-            db.execute(f"delete from {name} where list_contains($mondays, week_start)",  # noqa: S608
-                       {"mondays": mondays})
-            db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
-        except duckdb.Error:
-            db.execute("rollback")
-            raise
-        db.execute("commit")
+        yield
     finally:
         db.unregister("incoming")
 
@@ -86,21 +99,30 @@ def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str) -> None:
             db.execute(f"alter table {quote_ident(mart)} add column {quote_ident(column)} {column_type}")
 
 
+def write_week_files(out: Path, tables: dict[str, pa.Table], mondays: list[dt.date]) -> None:
+    """``<out>/<mart>/week=<YYYY-Www>/part-0.parquet`` for every mart and target week."""
+    for mart, table in tables.items():
+        for monday in mondays:
+            path = out / mart / f"week={week_label(monday)}" / "part-0.parquet"
+            write_parquet(path, week_of(table, monday))
+
+
 def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> dict[str, int]:
-    """Write every mart for every target week (one query and one transaction per mart); rows per mart."""
+    """Write every mart for every target week; rows per mart.
+
+    The marts' target weeks are read once; the Parquet files are written on a second thread while the
+    DuckDB file takes them in one transaction.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    rows: dict[str, int] = {}
     mondays = window.targets()
+    tables = {mart: mart_rows(con, mart, window) for mart in mart_names()}
     db = duckdb.connect(str(out / DATABASE_FILE))
     try:
         db.execute("set TimeZone = 'UTC'")
-        for mart in mart_names():
-            table = mart_rows(con, mart, window)
-            for monday in mondays:
-                path = out / mart / f"week={week_label(monday)}" / "part-0.parquet"
-                write_parquet(path, week_of(table, monday))
-            replace_weeks(db, mart, mondays, table)
-            rows[mart] = table.num_rows
+        with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
+            files = pool.submit(write_week_files, out, tables, mondays)
+            replace_weeks(db, tables, mondays)
+            files.result()
     finally:
         db.close()
-    return rows
+    return {mart: table.num_rows for mart, table in tables.items()}

@@ -12,10 +12,12 @@ with labelled as (
 binned as (
     select
         labelled.week_start, labelled.model_scope, labelled.all_scope, labelled.block,
-        bucket_bins.model_below
-            + coalesce(len(list_filter(bucket_bins.model_inside, lambda e: e < labelled.confidence)), 0) as model_bin,
-        bucket_bins.all_below
-            + coalesce(len(list_filter(bucket_bins.all_inside, lambda e: e < labelled.confidence)), 0) as all_bin,
+        case when bucket_bins.model_inside is null then bucket_bins.model_below
+             else bucket_bins.model_below
+                  + len(list_filter(bucket_bins.model_inside, lambda e: e < labelled.confidence)) end as model_bin,
+        case when bucket_bins.all_inside is null then bucket_bins.all_below
+             else bucket_bins.all_below
+                  + len(list_filter(bucket_bins.all_inside, lambda e: e < labelled.confidence)) end as all_bin,
         count(*) as n,
         sum(labelled.confidence) as sum_confidence,
         count(*) filter (where labelled.correct) as correct,
