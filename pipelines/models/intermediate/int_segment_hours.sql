@@ -2,17 +2,17 @@
 -- one pass over the proposals' strings. A segment is the decision type, status and reason, model
 -- identity, fleet and option list; each decision carries only its 64-bit hash (`int_decisions.segment`),
 -- and `int_segments` names it. Weeks (`int_segment_weeks`) and the latency mart's busiest hour are summed
--- from here, so no other model reads the proposals for them.
+-- from here, so no other model reads the proposals for them. The strings are grouped as they are (DuckDB
+-- groups the Parquet dictionaries cheaply) with the option list's hash; the segment hash is computed once
+-- per group, the same function `int_decisions` computes per decision.
 with proposals as (
     select * from stg_proposals
 ),
 
-final as (
+cells as (
     select
-        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-             instance_type, option_ids) as segment,
         decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-        instance_type,
+        instance_type, hash(option_ids) as options_hash,
         epoch_us(received_at) // 3600000000 as hour,
         any_value(option_ids) as option_ids,
         count(*) as offered,
@@ -21,6 +21,15 @@ final as (
         sum(cached_tokens) as cached_tokens
     from proposals
     group by all
+),
+
+final as (
+    select
+        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+             instance_type, option_ids) as segment,
+        decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
+        instance_type, hour, option_ids, offered, sum_scorer_ms, prompt_tokens, cached_tokens
+    from cells
 )
 
 select * from final

@@ -19,14 +19,23 @@ classes as (
     from labelled
 ),
 
-per_segment as (
+per_cell as (  -- ceil(p * B) per probability; the clamp to the bins 0..B-1 is applied to the counts
     select
         classes.segment, classes.week_start, classes.position,
-        greatest(0, least(params.classwise_bins - 1, ceil(classes.p * params.classwise_bins)::int - 1)) as bin,
+        ceil(classes.p * params.classwise_bins)::int as cell,
         count(*) as n,
         sum(classes.p) as sum_p,
         count(*) filter (where classes.position = classes.outcome_pos) as hits
     from classes, params
+    group by all
+),
+
+per_segment as (
+    select
+        per_cell.segment, per_cell.week_start, per_cell.position,
+        greatest(0, least(params.classwise_bins - 1, per_cell.cell - 1)) as bin,
+        sum(per_cell.n) as n, sum(per_cell.sum_p) as sum_p, sum(per_cell.hits) as hits
+    from per_cell, params
     group by all
 ),
 
