@@ -9,7 +9,6 @@ rows of every mart are deleted and inserted in one transaction. Rerunning a week
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -22,7 +21,7 @@ from pipelines.weeks import Window, week_label
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
 DATABASE_FILE = "pipelines.duckdb"
@@ -56,45 +55,48 @@ def write_parquet(path: Path, table: pa.Table) -> None:
     tmp.replace(path)
 
 
-def replace_weeks(db: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], mondays: list[dt.date]) -> None:
+def replace_weeks(
+    db: duckdb.DuckDBPyConnection,
+    tables: dict[str, pa.Table],
+    mondays: list[dt.date],
+    before_commit: Callable[[], object] = lambda: None,
+) -> None:
     """Replace the target weeks' rows of every mart in the output DuckDB file, in one transaction.
 
-    A mart that gained columns since the file was written gets them added (older weeks read NULL there);
-    a failure rolls every mart back, leaving the previous run's rows in place.
+    A mart that gained columns since the file was written gets them added (older weeks read NULL there).
+    ``before_commit`` runs last inside the transaction; a failure there or in any mart rolls every mart
+    back, leaving the previous run's rows in place.
     """
+    incoming = {mart: f"incoming_{index}" for index, mart in enumerate(tables)}
     for mart, table in tables.items():
-        with registered(db, table):
-            db.execute(f"create table if not exists {quote_ident(mart)} as select * from incoming limit 0")  # noqa: S608
-            add_new_columns(db, mart)
-    db.execute("begin")
+        db.register(incoming[mart], table)
     try:
-        for mart, table in tables.items():
-            name = quote_ident(mart)
-            with registered(db, table):
+        for mart in tables:
+            db.execute(f"create table if not exists {quote_ident(mart)} as "  # noqa: S608
+                       f"select * from {incoming[mart]} limit 0")
+            add_new_columns(db, mart, incoming[mart])
+        db.execute("begin")
+        try:
+            for mart in tables:
+                name = quote_ident(mart)
                 db.execute(f"delete from {name} where list_contains($mondays, week_start)",  # noqa: S608
                            {"mondays": mondays})
-                db.execute(f"insert into {name} by name select * from incoming")  # noqa: S608
-    except duckdb.Error:
-        db.execute("rollback")
-        raise
-    db.execute("commit")
-
-
-@contextmanager
-def registered(db: duckdb.DuckDBPyConnection, table: pa.Table) -> Iterator[None]:
-    """``table`` as the relation ``incoming`` for the duration of the block."""
-    db.register("incoming", table)
-    try:
-        yield
+                db.execute(f"insert into {name} by name select * from {incoming[mart]}")  # noqa: S608
+            before_commit()
+        except BaseException:
+            db.execute("rollback")
+            raise
+        db.execute("commit")
     finally:
-        db.unregister("incoming")
+        for name in incoming.values():
+            db.unregister(name)
 
 
-def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str) -> None:
+def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str, incoming: str) -> None:
     """Add to the stored table the columns ``incoming`` has and it lacks (types as DuckDB sees them)."""
     stored = {row[0] for row in db.execute(
         "select column_name from information_schema.columns where table_name = $t", {"t": mart}).fetchall()}
-    for column, column_type, *_ in db.sql("describe incoming").fetchall():
+    for column, column_type, *_ in db.sql(f"describe {incoming}").fetchall():
         if column not in stored:
             db.execute(f"alter table {quote_ident(mart)} add column {quote_ident(column)} {column_type}")
 
@@ -111,7 +113,9 @@ def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> di
     """Write every mart for every target week; rows per mart.
 
     The marts' target weeks are read once; the Parquet files are written on a second thread while the
-    DuckDB file takes them in one transaction.
+    DuckDB file takes them in one transaction, committed only once every Parquet file is in place (each
+    file is renamed over the old one as it is done, so a failed run can leave some weeks' files new and
+    the DuckDB file as it was, never a torn file).
     """
     out.mkdir(parents=True, exist_ok=True)
     mondays = window.targets()
@@ -121,8 +125,7 @@ def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> di
         db.execute("set TimeZone = 'UTC'")
         with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
             files = pool.submit(write_week_files, out, tables, mondays)
-            replace_weeks(db, tables, mondays)
-            files.result()
+            replace_weeks(db, tables, mondays, before_commit=files.result)
     finally:
         db.close()
     return {mart: table.num_rows for mart, table in tables.items()}

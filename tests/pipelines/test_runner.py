@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
+from pipelines.errors import PipelinesError
 from pipelines.output import DATABASE_FILE
 from pipelines.sqlmodels import load_models, mart_names
 from tests.pipelines.conftest import AS_OF, Computed, run_window
@@ -93,6 +95,25 @@ def test_a_mart_that_gained_a_column_is_extended_in_the_file(records_root: Path,
     with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
         rows = db.sql("select count(*), count(label_rate) from per_option").fetchall()
     assert rows[0][0] == rows[0][1] > 0
+
+
+def test_a_failed_write_leaves_every_mart_of_the_file_as_it_was(records_root: Path, tmp_path: Path) -> None:
+    """The DuckDB file takes all marts in one transaction.
+
+    When the last mart written cannot be stored, the earlier ones keep the previous run's rows (here: the
+    week still not mature), and the run fails with DuckDB's reason.
+    """
+    run_window(records_root, tmp_path, as_of=WEEK_END + dt.timedelta(hours=1), first=WEEK, last=WEEK)
+    assert mart_names()[-1] == "cost"
+    with duckdb.connect(str(tmp_path / DATABASE_FILE)) as db:
+        db.execute("alter table cost alter column week type date using null")  # week labels no longer fit
+        before = db.sql("select count(*), bool_or(mature) from funnel").fetchall()
+    assert before == [(2, False)]
+    with pytest.raises(PipelinesError, match="week"):
+        run_window(records_root, tmp_path, as_of=AS_OF, first=WEEK, last=WEEK)
+    with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
+        assert db.sql("select count(*), bool_or(mature) from funnel").fetchall() == before
+        assert db.sql("select count(week) from cost").fetchall() == [(0,)]
 
 
 def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(computed: Computed) -> None:
