@@ -55,7 +55,7 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     con.execute("set TimeZone = 'UTC'")
     con.execute("set memory_limit = $limit", {"limit": settings.memory_limit})
     # Buffer blocks come from one region kept for the connection's life instead of being returned to the
-    # OS and faulted in again (measured at 10M decisions: about 1 s less system time, same peak memory).
+    # OS and faulted in again (measured at 10M decisions: about 1 s less system time, +20 MiB peak RSS).
     con.execute("set block_allocator_memory = $limit", {"limit": settings.memory_limit})
     spill = settings.temp_directory or Path(tempfile.gettempdir()) / "semif-pipelines-duckdb"
     con.execute("set temp_directory = $dir", {"dir": str(spill)})
