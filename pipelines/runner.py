@@ -208,7 +208,10 @@ def run(
         result.seconds = build(con, load_models(), step, files)
         check_segments(con)
         if job.out is not None:
-            result.rows = write_marts(con, job.out, window)
+            try:
+                result.rows = write_marts(con, job.out, window)
+            except OSError as exc:
+                raise PipelinesError(f"cannot write the marts under {job.out}: {exc}") from exc
             if on_step is not None:
                 on_step("write")
     except duckdb.Error as exc:

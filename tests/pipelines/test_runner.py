@@ -116,6 +116,26 @@ def test_a_failed_write_leaves_every_mart_of_the_file_as_it_was(records_root: Pa
         assert db.sql("select count(week) from cost").fetchall() == [(0,)]
 
 
+def test_a_parquet_file_that_cannot_be_written_fails_the_run_and_keeps_the_file(
+    records_root: Path, tmp_path: Path
+) -> None:
+    """A week's Parquet file that cannot be written fails the run with one clear error.
+
+    (A file stands where the week's folder goes.) The DuckDB file keeps the previous run's rows: it
+    commits only after every Parquet file is in place.
+    """
+    run_window(records_root, tmp_path, as_of=WEEK_END + dt.timedelta(hours=1), first=WEEK, last=WEEK)
+    blocker = tmp_path / "cost" / f"week={WEEK}"
+    for child in blocker.iterdir():
+        child.unlink()
+    blocker.rmdir()
+    blocker.write_text("not a folder")
+    with pytest.raises(PipelinesError, match=r"cannot write the marts under .*week=2026-W48"):
+        run_window(records_root, tmp_path, as_of=AS_OF, first=WEEK, last=WEEK)
+    with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
+        assert db.sql("select count(*), bool_or(mature) from funnel").fetchall() == [(2, False)]
+
+
 def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(computed: Computed) -> None:
     """The runner builds int_decisions per decision type (hash table on the outcomes).
 
