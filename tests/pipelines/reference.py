@@ -106,3 +106,20 @@ def probability_matrix(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     options = list(rows.option_ids.iloc[0])
     order = np.argsort(options)
     return np.vstack(rows.probabilities.to_numpy())[:, order], [options[i] for i in order]
+
+
+WEEKS = ["2026-W44", "2026-W45", "2026-W46", "2026-W47", "2026-W48"]
+"""The generated weeks (`pipelines.synth`), oldest first."""
+
+
+def reference_rows(frame: pd.DataFrame, decision_type: str, week: str, model_key: str) -> pd.DataFrame:
+    """The rows of the (up to) four weeks before ``week``."""
+    before = WEEKS[max(0, WEEKS.index(week) - 4) : WEEKS.index(week)]
+    rows = frame[(frame.decision_type == decision_type) & frame.week.isin(before)]
+    return rows if model_key == "*" else rows[rows.model_key == model_key]
+
+
+def current_rows(frame: pd.DataFrame, decision_type: str, week: str, model_key: str) -> pd.DataFrame:
+    """The rows of ``week`` itself."""
+    rows = frame[(frame.decision_type == decision_type) & (frame.week == week)]
+    return rows if model_key == "*" else rows[rows.model_key == model_key]

@@ -75,3 +75,12 @@ def test_gpu_is_cheaper_per_decision_than_cpu_at_these_prices(computed: Computed
     rows = pd.DataFrame(mart(computed, "cost"))
     per_decision = rows.groupby("device").cost_usd.sum() / rows.groupby("device").scored.sum()
     assert per_decision["cuda"] < 0.3 * per_decision["cpu"]
+
+
+def test_cost_invariants(computed: Computed) -> None:
+    """Accepted <= scored; correct <= labelled <= accepted; cost per correct >= cost per accepted."""
+    for row in mart(computed, "cost"):
+        assert row["accepted"] <= row["scored"]
+        assert row["accepted_correct"] <= row["accepted_labelled"] <= row["accepted"]
+        if row["cost_per_accepted"] is not None and row["cost_per_correct_accepted"] is not None:
+            assert row["cost_per_correct_accepted"] >= row["cost_per_accepted"]
