@@ -17,6 +17,7 @@ from shadow.records.schema import OUTCOMES, PROPOSALS
 
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Mapping
     from pathlib import Path
 
 
@@ -62,6 +63,14 @@ def scope(frame: pd.DataFrame, decision_type: str, week: str, model_key: str = "
     """The rows of one mart group ('*' = every model)."""
     rows = frame[(frame.decision_type == decision_type) & (frame.week == week)]
     return rows if model_key == "*" else rows[rows.model_key == model_key]
+
+
+def matching(frame: pd.DataFrame, row: Mapping[str, object], *columns: str) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``columns`` equal the mart row's (e.g. a latency row's fleet)."""
+    mask = np.ones(len(frame), dtype=bool)
+    for column in columns:
+        mask &= (frame[column] == row[column]).to_numpy()
+    return frame[mask]
 
 
 def equal_mass_bins(confidence: np.ndarray, bins: int) -> np.ndarray:

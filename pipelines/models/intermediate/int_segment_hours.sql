@@ -28,7 +28,9 @@ final as (
         hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
              instance_type, option_ids) as segment,
         decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-        instance_type, hour, option_ids, offered, sum_scorer_ms, prompt_tokens, cached_tokens
+        instance_type, hour,
+        date_trunc('week', make_timestamp(hour * 3600000000))::date as week_start,  -- UTC, without ICU
+        option_ids, offered, sum_scorer_ms, prompt_tokens, cached_tokens
     from cells
 )
 

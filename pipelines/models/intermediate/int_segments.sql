@@ -1,11 +1,11 @@
--- The distinct segments of the offered decisions (from `int_segment_weeks`): decision type, status and
+-- The distinct segments of the offered decisions (from `int_segment_hours`): decision type, status and
 -- reason, model identity, fleet and option list. Each decision carries only its segment's 64-bit hash
 -- (`int_decisions.segment`); every string lives here once. Scope ids for the per-row metrics: `model_scope` (type x model identity),
 -- `all_scope` (type, all models: '*'; negative) and `fleet_scope` (type x backend x device x instance type).
 -- The runner checks that no two segments share a hash (exactly for the scalar columns; option lists are
 -- told apart by the hash alone).
-with segment_weeks as (
-    select * from int_segment_weeks
+with segment_hours as (
+    select * from int_segment_hours
 ),
 
 distinct_segments as (
@@ -13,7 +13,7 @@ distinct_segments as (
         segment, decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
         instance_type,
         any_value(option_ids) as option_ids
-    from segment_weeks
+    from segment_hours
     group by all
 ),
 

@@ -9,8 +9,7 @@ with scored as (
 
 hourly as (
     select
-        decision_type, backend, device, instance_type, hour,
-        date_trunc('week', make_timestamp(hour * 3600000000))::date as week_start,
+        decision_type, week_start, backend, device, instance_type, hour,
         sum(offered) as n
     from int_segment_hours
     where status = 'scored'

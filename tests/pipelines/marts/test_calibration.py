@@ -8,7 +8,14 @@ import pytest
 from sklearn.metrics import brier_score_loss, log_loss
 
 from tests.pipelines.conftest import Computed, mart
-from tests.pipelines.reference import Records, equal_mass_bins, probability_matrix, scope, top_label_ece
+from tests.pipelines.reference import (
+    Records,
+    equal_mass_bins,
+    matching,
+    probability_matrix,
+    scope,
+    top_label_ece,
+)
 
 
 def test_ece_mce_brier_and_log_loss_match_the_references(computed: Computed, records: Records) -> None:
@@ -41,11 +48,7 @@ def test_calibration_invariants_and_known_properties(computed: Computed) -> None
     """
     rows = pd.DataFrame(mart(computed, "reliability"))
     for row in mart(computed, "calibration"):
-        got = rows[
-            (rows.decision_type == row["decision_type"])
-            & (rows.week == row["week"])
-            & (rows.model_key == row["model_key"])
-        ]
+        got = matching(rows, row, "decision_type", "week", "model_key")
         assert got.decisions.sum() == row["labelled"]
         assert 0 <= row["ece"] <= row["mce"] <= 1
         assert 0 <= row["brier"] <= 2

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.prices import load_prices
 from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.reference import matching
 
 if TYPE_CHECKING:
     from tests.pipelines.reference import Records
@@ -45,12 +46,7 @@ def test_cost_per_accepted_decision_matches_pandas(computed: Computed, records: 
     rows = mart(computed, "cost")
     assert rows
     for row in rows:
-        ref = scored[
-            (scored.decision_type == row["decision_type"])
-            & (scored.week == row["week"])
-            & (scored.instance_type == row["instance_type"])
-            & (scored.model_name == row["model_name"])
-        ]
+        ref = matching(scored, row, "decision_type", "week", "instance_type", "model_name")
         hours = ref.scorer_ms.sum() / 3.6e6 / computed.settings.utilization
         cost = hours * prices.instances[row["instance_type"]]
         assert row["instance_hours"] == pytest.approx(hours, rel=1e-9)

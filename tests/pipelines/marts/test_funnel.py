@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.reference import matching
 
 if TYPE_CHECKING:
     from tests.pipelines.reference import Records
@@ -19,7 +20,7 @@ def test_funnel_counts_match_pandas(computed: Computed, records: Records) -> Non
     """
     d = records.decisions
     for row in mart(computed, "funnel"):
-        rows = d[(d.decision_type == row["decision_type"]) & (d.week == row["week"])]
+        rows = matching(d, row, "decision_type", "week")
         scored = rows.status == "scored"
         assert row["offered"] == len(rows)
         assert row["sampled"] == rows.sampled.sum()
@@ -39,5 +40,5 @@ def test_funnel_invariants(computed: Computed) -> None:
         assert row["scored"] + row["not_scored"] == row["offered"]
         assert row["labelled"] + row["unjoined"] == row["scored"]
         assert row["scored"] <= row["sampled"] <= row["offered"]
-        mine = reasons[(reasons.decision_type == row["decision_type"]) & (reasons.week == row["week"])]
+        mine = matching(reasons, row, "decision_type", "week")
         assert mine.decisions.sum() == row["not_scored"]

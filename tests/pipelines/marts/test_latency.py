@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.reference import matching
 
 if TYPE_CHECKING:
     from tests.pipelines.reference import Records
@@ -19,12 +20,7 @@ def test_latency_percentiles_match_numpy(computed: Computed, records: Records) -
     rows = mart(computed, "latency")
     assert len(rows) == 20  # 2 types x 5 weeks x (CPU, GPU)
     for row in rows:
-        ref = scored[
-            (scored.decision_type == row["decision_type"])
-            & (scored.week == row["week"])
-            & (scored.instance_type == row["instance_type"])
-            & (scored.device == row["device"])
-        ]
+        ref = matching(scored, row, "decision_type", "week", "instance_type", "device")
         assert row["decisions"] == len(ref)
         np.testing.assert_allclose(
             [row["scorer_p50_ms"], row["scorer_p95_ms"], row["scorer_p99_ms"]],
