@@ -198,19 +198,23 @@ def sql_command(model_name: str | None) -> None:
     """Print the SQL of each model in dependency order, to run the same logic elsewhere.
 
     Staging models read `raw_proposals` and `raw_outcomes` (records-v1); every model reads its settings from
-    the one-row `run_params` table and the `cfg_*` tables; `cp_lower(x, n, a)` is the Beta(a; x, n-x+1)
-    quantile (scipy.special.betaincinv).
+    the one-row `run_params` table and the `cfg_*` tables (the staging models read the window's instants
+    from variables, set from `run_params` by the statements printed first); `cp_lower(x, n, a)` is the
+    Beta(a; x, n-x+1) quantile (scipy.special.betaincinv).
 
     \b
     Examples:
       semif-shadow pipelines sql
       semif-shadow pipelines sql --model thresholds
     """
-    from pipelines.sqlmodels import load_models  # noqa: PLC0415
+    from pipelines.sqlmodels import load_models, window_variable_statements  # noqa: PLC0415
 
     models = [m for m in load_models() if model_name in (None, m.name)]
     if not models:
         raise click.ClickException(f"no model named {model_name!r}")
+    if any(m.layer == "staging" for m in models):
+        click.echo("-- the window's instants, for the staging models (after filling run_params)")
+        click.echo("".join(f"{statement};\n" for statement in window_variable_statements()))
     for model in models:
         click.echo(f"-- {model.layer}/{model.name}.sql ({model.kind})")
         click.echo(model.create_statement() + ";\n")

@@ -21,7 +21,7 @@ from pipelines.errors import PipelinesError
 from pipelines.output import write_marts
 from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
-from pipelines.sqlmodels import Model, load_models, quote_ident
+from pipelines.sqlmodels import Model, load_models, quote_ident, window_variable_statements
 from pipelines.udfs import register_udfs
 
 if TYPE_CHECKING:
@@ -72,7 +72,10 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
 def bind_config(
     con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window, prices: PriceTable
 ) -> None:
-    """Fill ``run_params`` and the ``cfg_*`` tables with bound parameters (the only way values enter SQL)."""
+    """Fill ``run_params``, the ``cfg_*`` tables and the window variables with bound parameters.
+
+    (The only way values enter SQL.)
+    """
     params = {
         "read_start": window.read_start,
         "read_end": window.read_end,
@@ -106,6 +109,8 @@ def bind_config(
     }
     columns = ", ".join(f"${name}::{types.get(name, 'integer')} as {quote_ident(name)}" for name in params)
     con.execute(f"create or replace table run_params as select {columns}", params)
+    for statement in window_variable_statements():
+        con.execute(statement)
     con.execute("create or replace table cfg_high_consequence (decision_type varchar, option_id varchar)")
     pairs = [[t, o] for t, options in high_consequence_options(settings).items() for o in options]
     if pairs:

@@ -83,24 +83,45 @@ class WindowFiles:
             chosen = [f for t in sorted(files) if decision_type in (None, t) for f in files[t]]
             register(con, self.root, name, chosen)
 
+    def check(self) -> None:
+        """Every file must follow records-v1 (``SchemaMismatch`` otherwise); each footer is read once here."""
+        for name, files in self.datasets().items():
+            chosen = [f for t in sorted(files) for f in files[t]]
+            if chosen:
+                check_schema(self.root, name, chosen)
+
+
+def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
+    """The files as a pyarrow dataset of the records-v1 schema (no file is opened)."""
+    try:
+        return pads.dataset(files, schema=SCHEMAS[dataset], filesystem=root.fs, format="parquet")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise SchemaMismatch(f"{dataset}: {exc}") from exc
+
 
 def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: list[str]) -> None:
-    """Register ``raw_<dataset>`` over ``files`` (an empty relation of its schema when there are none)."""
+    """Register ``raw_<dataset>`` over ``files`` (an empty relation of its schema when there are none).
+
+    The files are not checked here: ``WindowFiles.check`` (or ``check_schema``) does that once per run.
+    """
     schema = SCHEMAS[dataset]
     name = f"raw_{dataset}"
     if not files:
         con.register(name, schema.empty_table())
-        return
-    try:
-        arrow = pads.dataset(files, schema=schema, filesystem=root.fs, format="parquet")
-        _check_schema(arrow, schema, files[0])
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaMismatch(f"{dataset}: {exc}") from exc
-    if root.is_local:
+    elif root.is_local:
         relation = con.read_parquet(files, hive_partitioning=False, union_by_name=False)
         relation.select(*[duckdb.ColumnExpression(f.name) for f in schema]).create_view(name)
     else:
-        con.register(name, arrow)
+        con.register(name, _dataset(root, dataset, files))
+
+
+def check_schema(root: Root, dataset: str, files: list[str]) -> None:
+    """Every file of ``dataset`` holds the records-v1 columns with their types (``SchemaMismatch`` if not)."""
+    arrow = _dataset(root, dataset, files)
+    try:
+        _check_schema(arrow, SCHEMAS[dataset], files[0])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise SchemaMismatch(f"{dataset}: {exc}") from exc
 
 
 def _check_schema(dataset: pads.Dataset, schema: pa.Schema, first_file: str) -> None:
@@ -131,5 +152,6 @@ def register_window(
         raise NoInput(f"no proposals under {root.uri} from {read_start.date()} to {last_day}")
     outcomes = list_files(root, "outcomes", read_start.date(), max(as_of.date(), read_start.date()))
     files = WindowFiles(root, proposals, outcomes)
+    files.check()
     files.register(con)
     return files

@@ -2,8 +2,8 @@
 
 Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``);
 intermediate models and marts are tables. Values reach the SQL only through the one-row ``run_params``
-table and the ``cfg_*`` tables, filled with bound parameters (``runner.py``); identifiers only through
-``quote_ident``.
+table, the ``cfg_*`` tables and the window variables (``WINDOW_VARIABLES``), all filled with bound
+parameters (``runner.py``); identifiers only through ``quote_ident``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,18 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "cost"),
 )
 """Every model in dependency order."""
+
+WINDOW_VARIABLES = ("read_start", "read_end", "as_of")
+"""DuckDB variables holding the window's instants, copied from ``run_params``. The staging models filter the
+raw timestamps with ``getvariable(name)``: a constant, so the filter runs inside the Parquet scan."""
+
+
+def window_variable_statements() -> list[str]:
+    """``set variable`` statements copying the window's instants from ``run_params`` (after filling it)."""
+    return [
+        f"set variable {quote_ident(name)} = (select {quote_ident(name)} from run_params)"  # noqa: S608
+        for name in WINDOW_VARIABLES
+    ]
 
 
 @dataclass(frozen=True)

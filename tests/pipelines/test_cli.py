@@ -5,16 +5,26 @@ Every command documented with an example, generate -> run end to end, errors as 
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
 
-from pipelines.sqlmodels import ORDER
+from pipelines import runner
+from pipelines.prices import load_prices
+from pipelines.source import register_window
+from pipelines.sqlmodels import ORDER, WINDOW_VARIABLES, mart_names
+from pipelines.storage import open_root
+from pipelines.weeks import window
 from shadow.cli import main
+from tests.pipelines.conftest import AS_OF, FIRST, LAST
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from tests.pipelines.conftest import Computed
 
 
 @pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"]])
@@ -36,6 +46,37 @@ def test_sql_prints_every_model_in_order() -> None:
     positions = [result.output.index(f"-- {layer}/{name}.sql") for layer, name in ORDER]
     assert positions == sorted(positions)
     assert result.output.count("select * from final;") == len(ORDER)
+
+
+def test_the_printed_sql_run_elsewhere_gives_the_marts(records_root: Path, computed: Computed) -> None:
+    """The script `pipelines sql` prints, run as it is on another connection, gives the runner's marts.
+
+    That connection has only the raw relations, `run_params` and the `cfg_*` tables (the window variables
+    unset: the script sets them), and runs every model once over every file.
+    """
+    script = CliRunner().invoke(main, ["pipelines", "sql"]).output
+    settings = computed.settings
+    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
+    con = runner.connect(settings)
+    try:
+        runner.bind_config(con, settings, span, load_prices(settings.prices_file))
+        for name in WINDOW_VARIABLES:
+            con.execute(f"reset variable {name}")
+        register_window(con, open_root(str(records_root)), span.read_start, span.read_end, span.as_of)
+        con.execute(script)
+        for name in mart_names():
+            query = f"select * from {name} order by all"  # noqa: S608  (our mart names)
+            theirs, ours = con.sql(query).fetchall(), computed.con.sql(query).fetchall()
+            assert len(theirs) == len(ours) > 0, name
+            for their_row, our_row in zip(theirs, ours, strict=True):
+                for their, our in zip(their_row, our_row, strict=True):
+                    if isinstance(our, float):
+                        close = math.isclose(their, our, rel_tol=1e-9, abs_tol=1e-12)
+                        assert close, (name, their_row, our_row)
+                    else:
+                        assert their == our, (name, their_row, our_row)
+    finally:
+        con.close()
 
 
 def test_generate_then_run_writes_the_marts(tmp_path: Path) -> None:

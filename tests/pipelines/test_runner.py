@@ -6,14 +6,16 @@ One Parquet file per mart and week plus a DuckDB file, idempotent reruns, late o
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.errors import PipelinesError
+from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
 from pipelines.sqlmodels import load_models, mart_names
 from tests.pipelines.conftest import AS_OF, Computed, run_window
@@ -156,3 +158,22 @@ def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(comp
         con.execute("drop table whole_decisions")
     assert differ == 0
     assert rows == offered > 0
+
+
+def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(
+    records_root: Path, tmp_path: Path
+) -> None:
+    """An outcomes file whose ``outcome_at`` is a string fails the run before any model is built.
+
+    The error names the file, the column, what it holds and what records-v1 says; nothing is written.
+    """
+    root = tmp_path / "records"
+    shutil.copytree(records_root, root)
+    victim = max((root / "outcomes").rglob("*.parquet"))
+    table = pq.read_table(victim)
+    index = table.schema.get_field_index("outcome_at")
+    pq.write_table(table.set_column(index, "outcome_at", table.column(index).cast(pa.string())), victim)
+    expected = rf"{victim.name}: column outcome_at is string, records-v1 says timestamp"
+    with pytest.raises(SchemaMismatch, match=expected):
+        run_window(root, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

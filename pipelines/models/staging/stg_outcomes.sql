@@ -3,19 +3,16 @@
 -- since `read_start` times the number of distinct outcome ids plus the outcome's rank among them, so the
 -- aggregate is a plain `max` and the outcome and its time are read back from the key. (The key overflows,
 -- and the model fails loudly, only past 2^63: e.g. 290,000 distinct outcome ids in a one-year window.)
+-- The window's bounds are the variables `read_start` and `as_of`: constants, so the scan filters as it reads.
 with source as (
     select * from raw_outcomes
 ),
 
-params as (
-    select * from run_params
-),
-
 known as not materialized (
     select source.decision_id, source.outcome, source.outcome_at
-    from source, params
-    where source.outcome_at <= params.as_of
-      and source.outcome_at >= params.read_start
+    from source
+    where source.outcome_at <= getvariable('as_of')
+      and source.outcome_at >= getvariable('read_start')
 ),
 
 names as (
@@ -25,9 +22,9 @@ names as (
 latest as (
     select
         known.decision_id,
-        max((epoch_us(known.outcome_at) - epoch_us(params.read_start)) * names.n
+        max((epoch_us(known.outcome_at) - epoch_us(getvariable('read_start'))) * names.n
             + list_position(names.sorted, known.outcome) - 1) as order_key
-    from known, names, params
+    from known, names
     group by known.decision_id
 ),
 
@@ -35,8 +32,8 @@ final as (
     select
         latest.decision_id,
         names.sorted[latest.order_key % names.n + 1] as outcome,
-        make_timestamptz(epoch_us(params.read_start) + latest.order_key // names.n) as outcome_at
-    from latest, names, params
+        make_timestamptz(epoch_us(getvariable('read_start')) + latest.order_key // names.n) as outcome_at
+    from latest, names
 )
 
 select * from final

@@ -1,19 +1,16 @@
 -- One row per offered decision in the read window (target weeks plus the drift reference weeks),
 -- with the Monday of its ISO week and a model identity key. Reads the registered raw relation `raw_proposals`.
--- The week label (`2026-W48`) is added after aggregation, never per decision.
+-- The week label (`2026-W48`) is added after aggregation, never per decision. The window's bounds are the
+-- variables `read_start` and `read_end`: constants, so the scan filters as it reads.
 with source as (
     select * from raw_proposals
 ),
 
-params as (
-    select * from run_params
-),
-
 in_window as (
     select source.*
-    from source, params
-    where source.received_at >= params.read_start
-      and source.received_at < params.read_end
+    from source
+    where source.received_at >= getvariable('read_start')
+      and source.received_at < getvariable('read_end')
 ),
 
 final as (
