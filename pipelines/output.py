@@ -35,11 +35,11 @@ def mart_rows(con: duckdb.DuckDBPyConnection, mart: str, window: Window) -> pa.T
         "where week_start >= $first and week_start <= $last order by all"
     )
     table = con.sql(query, params={"first": mondays[0], "last": mondays[-1]}).to_arrow_table()
-    mature = {monday: window.is_mature(monday) for monday in mondays}
-    flags = [mature.get(monday, False) for monday in table.column("week_start").to_pylist()]
-    as_of = pa.array([window.as_of] * table.num_rows, pa.timestamp("us", tz="UTC"))
+    mature = pa.array([m for m in mondays if window.is_mature(m)], pa.date32())
+    flags = pc.is_in(table.column("week_start"), value_set=mature)  # vectorized: severe_errors has 80k rows
+    as_of = pa.repeat(pa.scalar(window.as_of, pa.timestamp("us", tz="UTC")), table.num_rows)
     table = table.append_column("as_of", as_of)
-    return table.append_column("mature", pa.array(flags, pa.bool_()))
+    return table.append_column("mature", flags)
 
 
 def week_of(table: pa.Table, monday: dt.date) -> pa.Table:
@@ -71,10 +71,13 @@ def replace_weeks(
     for mart, table in tables.items():
         db.register(incoming[mart], table)
     try:
-        for mart in tables:
-            db.execute(f"create table if not exists {quote_ident(mart)} as "  # noqa: S608
-                       f"select * from {incoming[mart]} limit 0")
-            add_new_columns(db, mart, incoming[mart])
+        stored = stored_columns(db)
+        for mart, table in tables.items():
+            if mart not in stored:
+                db.execute(f"create table {quote_ident(mart)} as "  # noqa: S608
+                           f"select * from {incoming[mart]} limit 0")
+            elif not set(table.column_names) <= stored[mart]:
+                add_new_columns(db, mart, incoming[mart], stored[mart])
         db.execute("begin")
         try:
             for mart in tables:
@@ -92,10 +95,18 @@ def replace_weeks(
             db.unregister(name)
 
 
-def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str, incoming: str) -> None:
+def stored_columns(db: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    """The column names of every table in the output file, by table."""
+    stored: dict[str, set[str]] = {}
+    for table, column in db.execute(
+        "select table_name, column_name from information_schema.columns where table_schema = 'main'"
+    ).fetchall():
+        stored.setdefault(table, set()).add(column)
+    return stored
+
+
+def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str, incoming: str, stored: set[str]) -> None:
     """Add to the stored table the columns ``incoming`` has and it lacks (types as DuckDB sees them)."""
-    stored = {row[0] for row in db.execute(
-        "select column_name from information_schema.columns where table_name = $t", {"t": mart}).fetchall()}
     for column, column_type, *_ in db.sql(f"describe {incoming}").fetchall():
         if column not in stored:
             db.execute(f"alter table {quote_ident(mart)} add column {quote_ident(column)} {column_type}")
