@@ -1,6 +1,6 @@
 """Write realistic records-v1 data with known properties (see ``synth.py``).
 
-Hive-partitioned like the sidecar.
+Hive-partitioned and compressed like the sidecar's files (``shadow.records.parquet.COMPRESSION``).
 
 Layout: ``<root>/{proposals,outcomes}/decision_type=<t>/date=<YYYY-MM-DD>/<writer_id>-<seq>.parquet``;
 each file is written aside and renamed (locally) or uploaded whole (S3). The same seed gives the same
@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines import synth
+from shadow.records.parquet import COMPRESSION
 from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION, TS
 
 if TYPE_CHECKING:
@@ -259,8 +260,8 @@ def write_whole(root: Root, folder: str, name: str, table: pa.Table) -> None:
     """Write one file so that readers never see it partial: aside then renamed locally, one upload on S3."""
     root.fs.create_dir(folder, recursive=True)
     if not root.is_local:
-        pq.write_table(table, f"{folder}/{name}", filesystem=root.fs)
+        pq.write_table(table, f"{folder}/{name}", filesystem=root.fs, compression=COMPRESSION)
         return
     tmp = f"{folder}/.{name}.tmp"
-    pq.write_table(table, tmp, filesystem=root.fs)
+    pq.write_table(table, tmp, filesystem=root.fs, compression=COMPRESSION)
     root.fs.move(tmp, f"{folder}/{name}")
