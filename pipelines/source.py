@@ -42,7 +42,7 @@ def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
 def list_files(
     root: Root, dataset: str, first: dt.date, last: dt.date
 ) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Complete Parquet files of ``dataset`` in ``date=`` partitions ``first..last``, and their bytes, by type."""
+    """Complete Parquet files of ``dataset`` in ``date=`` partitions ``first..last``, and bytes, by type."""
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     lo, hi = first.isoformat(), last.isoformat()

@@ -27,7 +27,9 @@ def test_the_type_with_the_most_proposals_is_joined_first(records_root: Path) ->
     span = window(FIRST, LAST, 4, AS_OF, dt.timedelta(0))
     con = duckdb.connect()
     files = register_window(con, open_root(str(records_root)), span.read_start, span.read_end, span.as_of)
-    rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in paths) for t, paths in files.proposals.items()}
+    rows = {
+        t: sum(pq.ParquetFile(f).metadata.num_rows for f in paths) for t, paths in files.proposals.items()
+    }
     assert len({len(paths) for paths in files.proposals.values()}) == 1  # same number of files per type
     order = files.types_largest_first()
     assert order == sorted(rows, key=lambda t: -rows[t])
