@@ -91,18 +91,23 @@ class WindowFiles:
         """
         return sorted(self.proposals, key=lambda t: (-self.proposal_bytes.get(t, 0), t))
 
+    def chosen(self, decision_type: str | None = None) -> dict[str, list[str]]:
+        """Each dataset's files, of every type (in type order) or of one type."""
+        return {
+            name: [f for t in sorted(files) if decision_type in (None, t) for f in files[t]]
+            for name, files in self.datasets().items()
+        }
+
     def register(self, con: duckdb.DuckDBPyConnection, decision_type: str | None = None) -> None:
         """Register ``raw_proposals`` and ``raw_outcomes`` over every type's files, or over one type's."""
-        for name, files in self.datasets().items():
-            chosen = [f for t in sorted(files) if decision_type in (None, t) for f in files[t]]
-            register(con, self.root, name, chosen)
+        for name, files in self.chosen(decision_type).items():
+            register(con, self.root, name, files)
 
     def check(self) -> None:
         """Every file must follow records-v1 (``SchemaMismatch`` otherwise); each footer is read once here."""
-        for name, files in self.datasets().items():
-            chosen = [f for t in sorted(files) for f in files[t]]
-            if chosen:
-                check_schema(self.root, name, chosen)
+        for name, files in self.chosen().items():
+            if files:
+                check_schema(self.root, name, files)
 
 
 def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
