@@ -1,4 +1,4 @@
-"""The raw relations: partition pruning, per-type registration and the order the join is built in."""
+"""The raw relations' files: which decision type's join is built first."""
 
 from __future__ import annotations
 
