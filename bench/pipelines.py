@@ -1,6 +1,6 @@
 """The full weekly pipelines job on generated decisions: DuckDB models vs a pandas + scikit-learn reference.
 
-For each size, records-v1 data is generated once (five weeks, the last drifted; kept under --data-dir
+For each size, records data is generated once (five weeks, the last drifted; kept under --data-dir
 between runs), then each implementation runs --repeats times, each in a fresh process so its peak RSS is
 its own. The DuckDB side is exactly `semif-shadow pipelines run --since 2026-W44 --until 2026-W48`
 (every decision read, every mart for every week, Parquet and DuckDB outputs written); the reference is

@@ -21,7 +21,7 @@ import pyarrow.dataset as pads
 from scipy.special import betaincinv
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from shadow.records.schema import OUTCOMES, PROPOSALS
+from contracts.records import OUTCOMES, PROPOSALS
 
 if TYPE_CHECKING:
     from pathlib import Path

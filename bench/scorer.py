@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.workloads import DOMAIN_TEXT, Decision, clinc_routing
-from scorer.contract import parse_request
+from contracts.semif import parse_request
 from scorer.engine import Engine
 from scorer.reference import single_call_logits
 from scorer.runtime import Token

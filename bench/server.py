@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.workloads import clinc_routing  # noqa: E402
-from scorer.contract import parse_request  # noqa: E402
+from contracts.semif import parse_request  # noqa: E402
 from scorer.engine import Engine  # noqa: E402
 from scorer.settings import ScorerSettings  # noqa: E402
 

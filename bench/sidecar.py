@@ -265,7 +265,7 @@ class Stack:
                "SHADOW_UPSTREAM_URL": f"http://127.0.0.1:{self.ports['upstream']}",
                "SHADOW_RECORDS_ROOT": str(self.workdir / f"records-{name}"),
                "SHADOW_RECORDS_SPOOL_DIR": str(self.workdir / f"spool-{name}"),
-               "SHADOW_WRITER_ID": f"bench_{name}", **extra}
+               "SHADOW_RECORDS_WRITER_ID": f"bench_{name}", **extra}
         proc = start([str(Path(PY).parent / "semif-shadow"), "sidecar", "run"], env)
         try:
             wait_port(api)

@@ -29,7 +29,7 @@ def pipelines() -> None:
 
 
 @pipelines.command("generate")
-@click.option("--root", required=True, help="Folder or s3://bucket/prefix to write records-v1 files under.")
+@click.option("--root", required=True, help="Folder or s3://bucket/prefix to write records files under.")
 @click.option("--decisions", type=click.IntRange(min=1), required=True, help="Offered decisions in total.")
 @click.option(
     "--weeks", type=click.IntRange(1, 104), default=5, show_default=True, help="Weeks to spread them over."
@@ -53,7 +53,7 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     seed: int,
     s3_endpoint: str | None,
 ) -> None:
-    """Write realistic records-v1 proposals and outcomes with known properties (Hive-partitioned).
+    """Write realistic records proposals and outcomes with known properties (Hive-partitioned).
 
     \b
     Example:
@@ -129,13 +129,13 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
       semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \\
           --s3-endpoint http://127.0.0.1:5000 --as-of 2026-12-05T00:00:00Z
     """
+    from contracts.settings import build_settings  # noqa: PLC0415
     from pipelines.errors import PipelinesError  # noqa: PLC0415  (keep --help fast)
     from pipelines.settings import PipelineSettings  # noqa: PLC0415
 
+    flags = {"s3_endpoint": ("--s3-endpoint", s3_endpoint), "catalog": ("--catalog", catalog)}
+    settings = build_settings(PipelineSettings, flags)
     try:
-        settings = PipelineSettings()
-        overrides = {"s3_endpoint": s3_endpoint, "catalog": catalog}
-        settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
         _run(settings, root, _weeks(week, since, until), out, as_of, prices)
     except PipelinesError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -197,7 +197,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
 def sql_command(model_name: str | None) -> None:
     """Print the SQL of each model in dependency order, to run the same logic elsewhere.
 
-    Staging models read `raw_proposals` and `raw_outcomes` (records-v1); every model reads its settings from
+    Staging models read `raw_proposals` and `raw_outcomes` (records); every model reads its settings from
     the one-row `run_params` table and the `cfg_*` tables (the staging models read the window's instants
     from variables, set from `run_params` by the statements printed first); `cp_lower(x, n, a)` is the
     Beta(a; x, n-x+1) quantile (scipy.special.betaincinv).

@@ -4,8 +4,8 @@ The tree::
 
     PipelinesError              base of everything the pipelines raise on purpose
     +-- BadArgument             a week, date range, root or setting that cannot be used (names the field)
-    +-- NoInput                 the root holds no records-v1 files for the requested window
-    +-- SchemaMismatch          a Parquet file does not follow records-v1
+    +-- NoInput                 the root holds no records files for the requested window
+    +-- SchemaMismatch          a Parquet file does not follow records
     +-- PriceTableError         the price table is missing, malformed or lacks an instance type
 
 Third-party errors (pyarrow, DuckDB, botocore) are translated at the boundary in ``storage.py`` and
@@ -28,11 +28,11 @@ class BadArgument(PipelinesError):
 
 
 class NoInput(PipelinesError):
-    """No records-v1 files under the root for the requested window."""
+    """No records files under the root for the requested window."""
 
 
 class SchemaMismatch(PipelinesError):
-    """A Parquet file under the root does not follow the records-v1 schema."""
+    """A Parquet file under the root does not follow the records schema."""
 
 
 class PriceTableError(PipelinesError):

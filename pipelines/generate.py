@@ -1,6 +1,6 @@
-"""Write realistic records-v1 data with known properties (see ``synth.py``).
+"""Write realistic records (v1.1) with known properties (see ``synth.py``).
 
-Hive-partitioned and compressed like the sidecar's files (``shadow.records.parquet.COMPRESSION``).
+Hive-partitioned and compressed like the sidecar's files (``contracts.records.COMPRESSION``).
 
 Layout: ``<root>/{proposals,outcomes}/decision_type=<t>/date=<YYYY-MM-DD>/<writer_id>-<seq>.parquet``;
 each file is written aside and renamed (locally) or uploaded whole (S3). The same seed gives the same
@@ -18,9 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from contracts.records import (
+    COMPRESSION,
+    DEFAULT_CANDIDATE,
+    OUTCOMES,
+    PROPOSALS,
+    RECORD_VERSION,
+    TS,
+    model_identity,
+)
 from pipelines import synth
-from shadow.records.parquet import COMPRESSION
-from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION, TS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
     from pipelines.storage import Root
 
 DAY_US = 24 * synth.HOUR_US
+TEMPLATE_SHA256 = "c0ffee" + "0" * 58
+NORMALIZATION = "none"
 WEEK_US = 7 * DAY_US
 WRITER = "gen-0001"
 
@@ -124,7 +133,7 @@ def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> t
 
 
 def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws) -> pa.Table:
-    """Assemble the proposals rows of one chunk in the records-v1 schema."""
+    """Assemble the proposals rows of one chunk in the records schema."""
     n, k = chunk.n, len(chunk.spec.options)
     ids, received, status_idx, scored, p = draws.ids, draws.received, draws.status_idx, draws.scored, draws.p
     statuses = np.array([s for s, _, _ in knobs.not_scored] + ["scored"], dtype=object)
@@ -180,7 +189,19 @@ def identity_columns(
         )
 
     fleets, models = knobs.fleets, knobs.models
+    identities = [
+        model_identity({"name": m.name, "sha256": m.sha256, "quantization": m.quantization,
+                        "runtime_version": "llama.cpp b6000", "device": f.device,
+                        "instance_type": f.instance_type, "image_digest": f"sha256:{f.device:0>8}"},
+                       "semif-v1", TEMPLATE_SHA256, NORMALIZATION)
+        for f in fleets for m in models
+    ]
+    combined = fleet_idx * len(models) + model_idx
     return {
+        "candidate": pa.array([DEFAULT_CANDIDATE] * len(scored), pa.string()),
+        "normalization": pa.array([NORMALIZATION] * len(scored), pa.string()),
+        "model_identity": pick([text for text, _ in identities], combined),
+        "model_identity_sha256": pick([sha for _, sha in identities], combined),
         "backend": pick([f.backend for f in fleets], fleet_idx),
         "endpoint": pick([f"shadow-{f.device}" for f in fleets], fleet_idx),
         "device": pick([f.device for f in fleets], fleet_idx),
@@ -198,7 +219,7 @@ def constant_columns(rng: np.random.Generator, n: int, scored: np.ndarray) -> di
     prompt = rng.poisson(320, n).astype(np.int32)
     return {
         "prompt_builder": pa.array(["semif-v1"] * n, pa.string()),
-        "template_sha256": pa.array(["c0ffee" + "0" * 58] * n, pa.string()),
+        "template_sha256": pa.array([TEMPLATE_SHA256] * n, pa.string()),
         "prompt_tokens": pa.array(prompt, mask=~scored),
         "cached_tokens": pa.array((prompt * 0.7).astype(np.int32), mask=~scored),
         "truncated": pa.array(rng.random(n) < 0.001),
@@ -236,6 +257,7 @@ def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, d
             "outcome_at": pa.array(at).cast(TS),
             "source": pa.array(["api"] * m, pa.string()),
             "writer_id": pa.array([WRITER] * m, pa.string()),
+            "in_options": pa.array(np.ones(m, dtype=bool)),  # review is a declared option in the catalog
         },
         schema=OUTCOMES,
     )

@@ -1,6 +1,9 @@
 """Run the models for a window of weeks and write each target week's marts (Parquet and a DuckDB file).
 
-Phases: ``connect`` -> ``register_window`` (source.py) -> ``bind_config`` -> ``build`` -> ``write``.
+Phases, in the order `run` takes them: ``connect`` (unless a connection is handed in) -> ``bind_config``
+(``run_params``, the ``cfg_*`` tables, the window variables) -> ``register_window`` (source.py: list,
+check and register the raw relations) -> ``build`` (every model in order; ``int_decisions`` one decision
+type at a time) -> ``check_segments`` -> ``write_marts`` (output.py, only with an output folder).
 Every step is deterministic (ordered ties, hash-seeded bootstrap), and a week's outputs are replaced
 whole, so rerunning a week gives the same result unless late outcomes arrived in between.
 """

@@ -81,8 +81,8 @@ def high_consequence_options(settings: PipelineSettings) -> dict[str, list[str]]
     """
     if settings.catalog is None:
         return dict(settings.high_consequence)
-    from shadow.catalog import load_catalog  # noqa: PLC0415  (loaded only when a catalog is given)
-    from shadow.errors import CatalogError  # noqa: PLC0415
+    from contracts.catalog import load_catalog  # noqa: PLC0415  (loaded only when a catalog is given)
+    from contracts.errors import CatalogError  # noqa: PLC0415
 
     try:
         catalog = load_catalog(settings.catalog)

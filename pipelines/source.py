@@ -1,12 +1,13 @@
 """The raw relations.
 
-Records-v1 files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.
+Records files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.
 Partitions are pruned by their ``date=`` folder before anything is opened. The files are kept by decision
 type so that the one large join (``int_decisions``) can be built one type at a time.
 
 Local roots are read by DuckDB's own Parquet reader; ``s3://`` roots through a pyarrow dataset that
-DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records-v1 schema
-from ``shadow.records.schema`` and fail with ``SchemaMismatch`` on a file that does not follow it.
+DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records v1.1 schema from
+``contracts.records`` and fail with ``SchemaMismatch`` on a file that does not follow it. Files written
+before v1.1 lack its added columns; they read as null (a window of only v1.1 files takes the fast path).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
+from contracts.records import ADDED_IN_V1_1, SCHEMAS
 from pipelines.errors import NoInput, SchemaMismatch
-from shadow.records.schema import OUTCOMES, PROPOSALS
 
 if TYPE_CHECKING:
     from pipelines.storage import Root
 
-SCHEMAS = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
+_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
+"""DuckDB types of the columns v1.1 added (what a null of a column missing from every file is cast to)."""
 
 
 def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
@@ -73,6 +75,8 @@ class WindowFiles:
     outcomes: dict[str, list[str]]
     proposal_bytes: dict[str, int] = field(default_factory=dict)
     """Bytes of each type's proposals files: the size of its share of the join."""
+    older: set[str] = field(default_factory=set)
+    """Datasets with files written before v1.1 (found by `check`): read by name, missing columns null."""
 
     def counts(self) -> dict[str, int]:
         """How many files each dataset has."""
@@ -101,60 +105,80 @@ class WindowFiles:
     def register(self, con: duckdb.DuckDBPyConnection, decision_type: str | None = None) -> None:
         """Register ``raw_proposals`` and ``raw_outcomes`` over every type's files, or over one type's."""
         for name, files in self.chosen(decision_type).items():
-            register(con, self.root, name, files)
+            register(con, self.root, name, files, complete=name not in self.older)
 
     def check(self) -> None:
-        """Every file must follow records-v1 (``SchemaMismatch`` otherwise); each footer is read once here."""
+        """Every file must follow the records schema (``SchemaMismatch`` otherwise); footers are read once."""
         for name, files in self.chosen().items():
-            if files:
-                check_schema(self.root, name, files)
+            if files and not check_schema(self.root, name, files):
+                self.older.add(name)
 
 
 def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
-    """The files as a pyarrow dataset of the records-v1 schema (no file is opened)."""
+    """The files as a pyarrow dataset of the records schema (no file is opened; missing columns null)."""
     try:
         return pads.dataset(files, schema=SCHEMAS[dataset], filesystem=root.fs, format="parquet")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise SchemaMismatch(f"{dataset}: {exc}") from exc
 
 
-def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: list[str]) -> None:
+def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: list[str], *,
+             complete: bool = True) -> None:
     """Register ``raw_<dataset>`` over ``files`` (an empty relation of its schema when there are none).
 
-    The files are not checked here: ``WindowFiles.check`` (or ``check_schema``) does that once per run.
+    ``complete``: every file has every column (as ``check_schema`` found); otherwise files are read by
+    column name and a column that no file has is null. The files are not checked here:
+    ``WindowFiles.check`` (or ``check_schema``) does that once per run.
     """
     schema = SCHEMAS[dataset]
     name = f"raw_{dataset}"
     if not files:
         con.register(name, schema.empty_table())
-    elif root.is_local:
+    elif not root.is_local:
+        con.register(name, _dataset(root, dataset, files))
+    elif complete:
         relation = con.read_parquet(files, hive_partitioning=False, union_by_name=False)
         relation.select(*[duckdb.ColumnExpression(f.name) for f in schema]).create_view(name)
     else:
-        con.register(name, _dataset(root, dataset, files))
+        relation = con.read_parquet(files, hive_partitioning=False, union_by_name=True)
+        present = set(relation.columns)
+        columns = [
+            duckdb.ColumnExpression(f.name) if f.name in present
+            else duckdb.ConstantExpression(None).cast(_DUCKDB_TYPES[f.type]).alias(f.name)
+            for f in schema
+        ]
+        relation.select(*columns).create_view(name)
 
 
-def check_schema(root: Root, dataset: str, files: list[str]) -> None:
-    """Every file of ``dataset`` holds the records-v1 columns with their types (``SchemaMismatch`` if not)."""
+def check_schema(root: Root, dataset: str, files: list[str]) -> bool:
+    """Every file of ``dataset`` holds the records columns with their types (``SchemaMismatch`` if not).
+
+    Returns whether every file has every column (False: some were written before v1.1).
+    """
     arrow = _dataset(root, dataset, files)
     try:
-        _check_schema(arrow, SCHEMAS[dataset], files[0])
+        return _check_schema(arrow, dataset, files[0])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise SchemaMismatch(f"{dataset}: {exc}") from exc
 
 
-def _check_schema(dataset: pads.Dataset, schema: pa.Schema, first_file: str) -> None:
-    """Every file must hold the records-v1 columns with their types (extra columns are allowed)."""
+def _check_schema(dataset: pads.Dataset, name: str, first_file: str) -> bool:
+    """Every file must hold the v1 columns, and any v1.1 column it has, with their types (extras allowed)."""
+    complete = True
+    optional = ADDED_IN_V1_1[name]
     for fragment in dataset.get_fragments():
         physical = fragment.physical_schema
-        for column in schema:
+        for column in SCHEMAS[name]:
             index = physical.get_field_index(column.name)
-            if index < 0 or not physical.field(index).type.equals(column.type):
+            if index < 0 and column.name in optional:
+                complete = False
+            elif index < 0 or not physical.field(index).type.equals(column.type):
                 found = "missing" if index < 0 else str(physical.field(index).type)
                 raise SchemaMismatch(
                     f"{fragment.path}: column {column.name} is {found}, "
-                    f"records-v1 says {column.type} (first file {first_file})"
+                    f"the records schema says {column.type} (first file {first_file})"
                 )
+    return complete
 
 
 def register_window(

@@ -17,7 +17,7 @@ from pipelines.errors import BadArgument
 
 @dataclass(frozen=True)
 class Root:
-    """A filesystem and the base path of the records-v1 layout inside it."""
+    """A filesystem and the base path of the records layout inside it."""
 
     fs: pafs.FileSystem
     base: str

@@ -65,9 +65,11 @@ def score(  # noqa: PLR0913, PLR0917  (one parameter per click option)
           --option billing="Billing" --option tech="Technical support" \
           --state "I was charged twice this month" --normalization pmi
     """
-    from scorer.contract import parse_request  # noqa: PLC0415  (keep --help fast)
+    from contracts.errors import WireError  # noqa: PLC0415
+    from contracts.semif import parse_request  # noqa: PLC0415  (keep --help fast)
+    from contracts.settings import build_settings  # noqa: PLC0415
     from scorer.engine import Engine  # noqa: PLC0415
-    from scorer.errors import ScorerError, SemIfError  # noqa: PLC0415
+    from scorer.errors import ScorerError  # noqa: PLC0415
     from scorer.settings import ScorerSettings  # noqa: PLC0415
 
     if request_file is not None:
@@ -87,7 +89,7 @@ def score(  # noqa: PLR0913, PLR0917  (one parameter per click option)
         }
         if decision_type:
             payload["decision_type"] = decision_type
-    settings = ScorerSettings() if model_path is None else ScorerSettings(model_path=model_path)
+    settings = build_settings(ScorerSettings, {"model_path": ("--model", model_path)})
     try:
         request = parse_request(payload)
         engine = Engine.from_settings(settings)
@@ -95,12 +97,12 @@ def score(  # noqa: PLR0913, PLR0917  (one parameter per click option)
             response = engine.score(request)
         finally:
             engine.close()
-    except SemIfError as exc:
+    except WireError as exc:
         click.echo(json.dumps(exc.to_json(), indent=2), err=True)
         raise SystemExit(2) from exc
     except ScorerError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
 
 
 def _parse_option(spec: str) -> dict[str, str]:
@@ -134,10 +136,11 @@ def info(model_path: Path | None) -> None:
     Example:
       SCORER_N_THREADS=2 semif-shadow model info
     """
+    from contracts.settings import build_settings  # noqa: PLC0415
     from scorer.engine import Engine  # noqa: PLC0415
     from scorer.settings import ScorerSettings  # noqa: PLC0415
 
-    settings = ScorerSettings() if model_path is None else ScorerSettings(model_path=model_path)
+    settings = build_settings(ScorerSettings, {"model_path": ("--model", model_path)})
     engine = Engine.from_settings(settings)
     try:
         click.echo(json.dumps(engine.identity.to_json(), indent=2))

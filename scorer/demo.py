@@ -41,13 +41,14 @@ def demo(normalization: str) -> None:
     Example:
       semif-shadow demo --normalization per_token
     """
-    from scorer.contract import parse_request  # noqa: PLC0415  (keep --help fast)
+    from contracts.semif import parse_request  # noqa: PLC0415  (keep --help fast)
+    from contracts.settings import build_settings  # noqa: PLC0415
     from scorer.engine import Engine  # noqa: PLC0415
     from scorer.settings import ScorerSettings  # noqa: PLC0415
 
     click.echo("Loading the scorer (embedded Gemma 3 270M Q4_K_M) ...")
     started = time.perf_counter()
-    engine = Engine.from_settings(ScorerSettings())
+    engine = Engine.from_settings(build_settings(ScorerSettings))
     ident = engine.identity
     click.echo(
         f"  {ident.name} {ident.quantization} sha256 {ident.sha256[:12]}... "
@@ -70,10 +71,10 @@ def demo(normalization: str) -> None:
                 }
             )
             response = engine.score(request)
-            best = max(response["options"], key=lambda o: o["probability"])
+            best = max(response.options, key=lambda o: o.probability)
             click.echo(
-                f"{decision_id:<6} {best['id']:<10} {best['probability']:>5.2f} "
-                f"{response['prompt']['cached_tokens']:>6} {response['timing_ms']['score']:>6.0f}  "
+                f"{decision_id:<6} {best.id:<10} {best.probability:>5.2f} "
+                f"{response.prompt.cached_tokens:>6} {response.timing_ms['score']:>6.0f}  "
                 f"{text[:60]}"
             )
     finally:

@@ -8,7 +8,7 @@ Per decision (`Engine.score`):
     options   first tokens read off the suffix's last logits (single-token options cost nothing
               more); longer options are branched as sequences sharing the prefix's cells and decoded
               together (`batch_options`) or one at a time
-    respond   normalize, softmax, and pin the prompt and model identity
+    respond   normalize, softmax, and pin the prompt and model identity (`scorer.respond`)
 
 The engine is not thread-safe by design: one llama.cpp context, used by one caller at a time (the
 server serializes around it); a lock guards against misuse.
@@ -20,24 +20,24 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scorer import SEMIF_VERSION, crossbatch, prompt
+from scorer import crossbatch, prompt
 from scorer.errors import PromptTooLong
 from scorer.identity import ModelIdentity, describe
 from scorer.model_files import resolve_model_path
+from scorer.respond import FloatArray, normalize, respond, softmax
 from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
 from scorer.segments import Segmented, segment
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from scorer.contract import ScoreRequest
+    from contracts.semif import ScoreRequest, ScoreResponse
     from scorer.settings import ScorerSettings
 
-FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 PREFIX_SEQ = 0  # the sequence that holds the shared prefix (and the cached static segment)
 
 
@@ -124,8 +124,8 @@ class Engine:
 
     # -- public ---------------------------------------------------------------------------------
 
-    def score(self, request: ScoreRequest, *, queue_ms: float = 0.0) -> dict[str, Any]:
-        """Score one request and return the SemIf response body."""
+    def score(self, request: ScoreRequest, *, queue_ms: float = 0.0) -> ScoreResponse:
+        """Score one request and return the SemIf response."""
         started = time.perf_counter()
         texts = [o.text for o in request.options]
         with self._lock:
@@ -136,11 +136,13 @@ class Engine:
         scores = normalize(scored.logits, norm, prepared.seg.options, texts, baseline)
         probs = softmax(scores)
         elapsed = (time.perf_counter() - started) * 1000
-        return self._response(request, prepared, scored, probs, {"queue": queue_ms, "score": elapsed})
+        return respond(request, seg=prepared.seg, state_tokens_dropped=prepared.state_tokens_dropped,
+                       logits=scored.logits, cached_tokens=scored.cached_tokens, probs=probs,
+                       identity=self.identity, timing={"queue": queue_ms, "score": elapsed})
 
     def score_many(
         self, requests: Sequence[ScoreRequest], *, queue_ms: Sequence[float] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ScoreResponse]:
         """Cross-request batching (opt-in): decisions with one static prefix scored in shared calls.
 
         All suffixes go in one decode and all options' branches in the next, so the scores move within
@@ -176,14 +178,9 @@ class Engine:
                 normalize(logits, request.scoring.normalization, prep.seg.options, texts, baseline)
             )
             out.append(
-                self._response(
-                    request,
-                    prep,
-                    Scored(logits, cached),
-                    probs,
-                    {"queue": wait, "score": elapsed},
-                    batched=len(requests),
-                )
+                respond(request, seg=prep.seg, state_tokens_dropped=prep.state_tokens_dropped, logits=logits,
+                        cached_tokens=cached, probs=probs, identity=self.identity,
+                        timing={"queue": wait, "score": elapsed}, batched=len(requests))
             )
         return out
 
@@ -333,71 +330,3 @@ class Engine:
                 self._content_free.pop(next(iter(self._content_free)))
             self._content_free[key] = self.score_prepared(self.prepare(question, texts, "")).logits
         return self._content_free[key]
-
-    def _response(  # noqa: PLR0913, PLR0917  (assembles the response from every phase's result)
-        self,
-        request: ScoreRequest,
-        prepared: Prepared,
-        scored: Scored,
-        probs: FloatArray,
-        timing: dict[str, float],
-        batched: int = 1,
-    ) -> dict[str, Any]:
-        seg = prepared.seg
-        options: list[dict[str, Any]] = []
-        for i, option in enumerate(request.options):
-            entry: dict[str, Any] = {
-                "id": option.id,
-                "probability": float(probs[i]),
-                "logit": float(scored.logits[i]),
-                "tokens": len(seg.options[i]),
-            }
-            if request.scoring.return_prompt:
-                entry["token_ids"] = list(seg.options[i])
-            options.append(entry)
-        prompt_meta: dict[str, Any] = {
-            "builder": prompt.BUILDER_NAME,
-            "template_sha256": prompt.TEMPLATE_SHA256,
-            "prompt_tokens": len(seg.prefix),
-            "cached_tokens": scored.cached_tokens,
-            "segments": seg.segments,
-            "truncated": prepared.state_tokens_dropped > 0,
-            "state_tokens_dropped": prepared.state_tokens_dropped,
-        }
-        if request.scoring.return_prompt:
-            prompt_meta["text"] = seg.prompt.text
-        model = self.identity.to_json()
-        if batched > 1:
-            model["segmentation"] = f"static|suffix|options-batched|cross-request:{batched}"
-        return {
-            "semif_version": SEMIF_VERSION,
-            "decision_id": request.decision_id,
-            "options": options,
-            "prompt": prompt_meta,
-            "model": model,
-            "timing_ms": {k: round(v, 3) for k, v in timing.items()},
-        }
-
-
-def normalize(
-    logits: FloatArray,
-    how: str,
-    option_tokens: Sequence[Sequence[int]],
-    texts: Sequence[str],
-    content_free: FloatArray | None,
-) -> FloatArray:
-    """Apply a SemIf normalization to raw option log-likelihoods."""
-    if how == "per_token":
-        return logits / np.array([len(t) for t in option_tokens], dtype=np.float64)
-    if how == "per_char":
-        return logits / np.array([len(t) for t in texts], dtype=np.float64)
-    if how == "pmi":
-        assert content_free is not None
-        return logits - content_free
-    return logits
-
-
-def softmax(scores: FloatArray) -> FloatArray:
-    """Probabilities over the declared options (float64, max-shifted)."""
-    shifted: FloatArray = np.exp(scores - scores.max())
-    return shifted / float(shifted.sum())

@@ -1,14 +1,14 @@
 """The sidecar application: `init_app()` builds the mirror API; every resource lives in a cleanup context.
 
-    runtimes     the catalog made live; backends started (models loaded, client sessions opened)
-    records      the record sink (RecordStore or the simple Parquet sink) and the recorder's writer task
+    runtimes     the catalog made live; backends started (models loaded, client sessions opened); the
+                 log scrub filter installed on the process's log handlers
+    records      the durable record store (``shadow.records``) and the recorder's writer task
     mirror       the bounded queue and its worker pool (stopped first: queued decisions become rows)
     kill switch  a task watching ``SHADOW_KILL_SWITCH_FILE``
     gc           after start-up: freeze what start-up allocated and collect young objects less often, so a
                  collector pass never lands on a request as a multi-millisecond pause (docs/performance.md)
 
-Proxy mode adds a second application (`shadow.proxy.init_proxy_app`) on its own port, sharing this
-one's mirror.
+Proxy mode adds the relay (`shadow.proxy`) on its own port, feeding this application's mirror.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from shadow.catalog import load_catalog
+from contracts.catalog import load_catalog
+from shadow.api.middlewares import error_middleware
+from shadow.api.routes import setup_routes
 from shadow.dispatch import Dispatcher
 from shadow.keys import CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
+from shadow.live_catalog import build_runtimes
 from shadow.metrics import Metrics
-from shadow.middlewares import error_middleware
 from shadow.mirror import Limits, Mirror
+from shadow.proposals import RowStamp
 from shadow.recorder import Recorder
-from shadow.routes import setup_routes
-from shadow.rows import RowStamp
-from shadow.runtime import build_runtimes
-from shadow.sinks import open_sink
+from shadow.records.store import RecordStore
+from shadow.redaction import install_scrub_filter
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -59,6 +60,7 @@ def _runtimes_ctx(scorer_settings: ScorerSettings | None) -> Callable[[web.Appli
         key = app[SETTINGS].redaction_key
         runtimes = build_runtimes(app[CATALOG], key.get_secret_value().encode() if key else None,
                                   scorer_settings)
+        remove_scrub = install_scrub_filter([t.rules.redactor for t in runtimes.types.values()])
         started = []
         try:
             for backend in runtimes.backends:
@@ -69,14 +71,16 @@ def _runtimes_ctx(scorer_settings: ScorerSettings | None) -> Callable[[web.Appli
         finally:
             for backend in started:
                 await backend.close()
+            remove_scrub()
     return ctx
 
 
 async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
-    stamp = RowStamp(settings.writer_id, app[CATALOG].sha256())
-    async with open_sink(settings, stamp.config_sha256) as sink:
-        recorder = Recorder(sink, app[METRICS], stamp, settings.record_backlog)
+    stamp = RowStamp(settings.records.writer_id, app[CATALOG].sha256())
+    records = settings.records.model_copy(update={"config_sha256": stamp.config_sha256})
+    async with RecordStore(records) as store:
+        recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog)
         app[RECORDER] = recorder
         writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
         try:

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected
+from shadow.proposals import Decision, RowStamp, Timing, blank_row, not_scored, scored
 from shadow.records.sink import SinkFull
-from shadow.rows import Decision, RowStamp, Timing, blank_row, not_scored, scored
 
 if TYPE_CHECKING:
     from shadow.backends.base import ScoreResult
+    from shadow.live_catalog import DecisionRuntime
     from shadow.metrics import Metrics
     from shadow.records.sink import RecordSink
-    from shadow.runtime import DecisionRuntime
 
 _NOT_BREAKER_FAILURES = (ScorerRejected, InvalidScorerResponse)  # the request's fault, not the endpoint's
 

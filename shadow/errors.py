@@ -3,7 +3,6 @@
 The tree::
 
     ShadowError                     base of everything the sidecar raises on purpose
-    +-- CatalogError                the decision catalog is invalid (names the file and field)
     +-- RequestError                an API request the sidecar refuses (status, code, field)
     |   +-- Unauthorized            401 unauthorized: missing or wrong bearer token
     |   +-- BodyTooLarge            413 body_too_large
@@ -19,26 +18,23 @@ The tree::
 
 Backends translate third-party exceptions into the `ScorerCallError` branch at one boundary each; the
 dispatcher turns them into a proposals row's ``status`` / ``reason``. HTTP handlers render
-`RequestError.to_json()`; the CLI prints one line.
+`RequestError.to_json()`; the CLI prints one line. A catalog that does not validate raises
+``contracts.errors.CatalogError`` (re-exported here).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from scorer.errors import WireError
+from contracts.errors import CatalogError, WireError
 
 
 class ShadowError(Exception):
     """Base of every error the sidecar raises on purpose."""
 
 
-class CatalogError(ShadowError):
-    """The decision catalog does not validate."""
-
-
 class RequestError(ShadowError, WireError):
-    """An API request the sidecar refuses, with its wire form (`scorer.errors.WireError`)."""
+    """An API request the sidecar refuses, with its wire form (`contracts.errors.WireError`)."""
 
 
 class Unauthorized(RequestError):
@@ -131,3 +127,9 @@ class InvalidScorerResponse(ScorerCallError):
 
     status = "invalid_response"
     reason = "no_matching_option"
+
+
+__all__ = ["BadGateway", "BodyTooLarge", "CatalogError", "GatewayTimeout", "InvalidScorerResponse",
+           "RequestError", "ScorerCallError", "ScorerFailed", "ScorerOverloaded", "ScorerRejected",
+           "ScorerThrottled", "ScorerTimeout", "ScorerUnavailable", "ShadowError", "StoreUnavailable",
+           "Unauthorized", "WireError"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from shadow.catalog import Catalog
+from contracts.catalog import Catalog
+from shadow.live_catalog import Runtimes
 from shadow.metrics import Metrics
 from shadow.mirror import Mirror
 from shadow.recorder import Recorder
-from shadow.runtime import Runtimes
 from shadow.settings import ShadowSettings
 
 SETTINGS = web.AppKey("settings", ShadowSettings)

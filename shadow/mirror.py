@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from shadow.rows import Decision
+from shadow.proposals import Decision
 from shadow.sampling import is_sampled
 
 if TYPE_CHECKING:
     from shadow.dispatch import Dispatcher
+    from shadow.live_catalog import DecisionRuntime
     from shadow.metrics import Metrics
     from shadow.recorder import Recorder
-    from shadow.runtime import DecisionRuntime
     from shadow.state import State
 
 log = logging.getLogger(__name__)

@@ -8,17 +8,16 @@ state). The backlog is bounded; a row that does not fit is counted in ``shadow_r
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from shadow.rows import Decision, blank_row, not_scored
+from shadow.proposals import Decision, blank_row, not_scored
 
 if TYPE_CHECKING:
     from shadow.metrics import Metrics
+    from shadow.proposals import RowStamp
     from shadow.records.sink import RecordSink
-    from shadow.rows import RowStamp
 
 log = logging.getLogger("shadow.decisions")
 Pending = tuple[Decision, str] | dict[str, Any]
@@ -93,11 +92,11 @@ class Recorder:
         self.metrics.rows.labels(row["status"]).inc()
         if not log.isEnabledFor(logging.INFO):
             return
-        log.info(json.dumps({"event": "decision", "decision_id": row["decision_id"],
-                             "decision_type": row["decision_type"], "status": row["status"],
-                             "reason": row["reason"], "proposal": row.get("proposal"),
-                             "attempts": row.get("attempts"), "total_ms": row.get("total_ms"),
-                             "writer_id": self.stamp.writer_id}))
+        log.info("decision", extra={"fields": {
+            "event": "decision", "decision_id": row["decision_id"], "decision_type": row["decision_type"],
+            "candidate": row.get("candidate"), "status": row["status"], "reason": row["reason"],
+            "proposal": row.get("proposal"), "attempts": row.get("attempts"), "total_ms": row.get("total_ms"),
+            "writer_id": self.stamp.writer_id}})
 
     def _build(self, item: tuple[Decision, str]) -> dict[str, Any]:
         decision, reason = item

@@ -1,4 +1,3 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Redaction of decision states before anything is persisted or logged.
 
 ``Redactor(remove=[...], hash=[...], key=...)`` takes the catalog's dotted paths into the state
@@ -12,7 +11,8 @@ the result is passed on; nothing in ``shadow.records`` logs a row or a state (lo
 counts and paths). ``scrub`` is the safety net for log text that did not follow that rule: it masks
 the values of the catalog's field names in ``"name": value`` and ``name=value`` forms, and any raw
 string value ``apply`` removed or hashed recently (a bounded set, held per instance, never logged).
-``ScrubFilter`` puts ``scrub`` on a logging handler.
+``ScrubFilter`` puts every decision type's ``scrub`` on the process's log handlers: the sidecar
+installs it on start-up (`install_scrub_filter`) and removes it on shutdown.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 HASH_PREFIX: Final = "hmac-sha256:"
 MASK: Final = "[redacted]"
@@ -115,17 +115,39 @@ def _mask_match(match: re.Match[str]) -> str:
 
 
 class ScrubFilter(logging.Filter):
-    """A logging filter that renders each record and passes it through ``Redactor.scrub``."""
+    """A logging filter that renders each record and passes it through every ``Redactor.scrub``."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactors: Sequence[Redactor]) -> None:
         super().__init__()
-        self._redactor = redactor
+        self._redactors = list(redactors)
+
+    def _scrub(self, text: str) -> str:
+        for redactor in self._redactors:
+            text = redactor.scrub(text)
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Replace the record's message by its scrubbed rendering (always keeps the record)."""
-        record.msg = self._redactor.scrub(record.getMessage())
+        """Replace the record's message, traceback and string fields by scrubbed text (keeps the record)."""
+        record.msg = self._scrub(record.getMessage())
         record.args = None
         if record.exc_info:
-            record.exc_text = self._redactor.scrub(logging.Formatter().formatException(record.exc_info))
+            record.exc_text = self._scrub(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            record.fields = {k: self._scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         return True
+
+
+def install_scrub_filter(redactors: Sequence[Redactor]) -> Callable[[], None]:
+    """Put a `ScrubFilter` on every handler of the root logger; return the function that removes it."""
+    scrub = ScrubFilter(redactors)
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(scrub)
+
+    def remove() -> None:
+        for handler in handlers:
+            handler.removeFilter(scrub)
+
+    return remove

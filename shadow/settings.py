@@ -1,24 +1,21 @@
-"""SHADOW_* settings: one class, built once in `main` and passed in (tests build it directly)."""
+"""SHADOW_* settings: built once by the command line and passed in (tests build them directly).
+
+Where records go (``SHADOW_RECORDS_*``) is `shadow.records.settings.RecordSettings`, held here as
+``records``: one class owns each value and its default.
+"""
 
 from __future__ import annotations
 
-import os
-import re
-import socket
-from pathlib import Path
-from typing import Literal
+from pathlib import Path  # noqa: TC003  (pydantic resolves the annotation at run time)
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shadow.records.settings import RecordSettings
+
 DEFAULT_PORT = 8470
 DEFAULT_PROXY_PORT = 8471
 MIB = 1024 * 1024
-
-
-def _default_writer_id() -> str:
-    """``<host>_<pid>``, in the characters the record store allows (``[A-Za-z0-9._]``, 64 at most)."""
-    return re.sub(r"[^A-Za-z0-9._]", "_", f"{socket.gethostname()}_{os.getpid()}")[-64:]
 
 
 class ShadowSettings(BaseSettings):
@@ -38,12 +35,8 @@ class ShadowSettings(BaseSettings):
         default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
     proxy_handoff_bytes: int = Field(
         default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
-    records_root: str = Field(default="shadow-records", description="records folder (or s3://bucket/prefix)")
-    records_spool_dir: Path = Field(default=Path("shadow-spool"), description="record store journal folder")
-    sink: Literal["auto", "store", "simple"] = Field(
-        default="auto", description="record writer: the durable RecordStore, or the simple Parquet sink")
-    writer_id: str = Field(default_factory=_default_writer_id, pattern=r"^[A-Za-z0-9._]{1,64}$",
-                           description="names this sidecar in records")
+    records: RecordSettings = Field(
+        default_factory=RecordSettings, description="where records go: the SHADOW_RECORDS_* variables")
     workers: int = Field(default=4, ge=1, le=256, description="concurrent scorer calls")
     queue_max_items: int = Field(default=1000, ge=1, description="decisions waiting for a worker")
     queue_max_bytes: int = Field(default=16 * MIB, ge=1024, description="bytes of state waiting for a worker")
@@ -58,5 +51,3 @@ class ShadowSettings(BaseSettings):
     gc_tuning: bool = Field(default=True, description="freeze start-up objects, collect less often")
     gc_threshold: int = Field(default=50_000, ge=700, description="allocations between young collections")
     shutdown_grace_s: float = Field(default=5.0, ge=0, description="in-flight calls get this on shutdown")
-    flush_rows: int = Field(default=5000, ge=1, description="simple sink: rows per Parquet file")
-    flush_interval_s: float = Field(default=60.0, gt=0, description="simple sink: max age of buffered rows")

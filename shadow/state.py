@@ -14,8 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shadow.redaction import Redactor
+
 if TYPE_CHECKING:
-    from shadow.catalog import StateSpec
+    from contracts.catalog import StateSpec
 
 State = str | dict[str, Any]
 _MISSING = object()
@@ -74,8 +76,6 @@ class StateRules:
     """One decision type's state rules, with its redactor built once."""
 
     def __init__(self, spec: StateSpec, key: bytes | None) -> None:
-        from shadow.redaction import Redactor  # noqa: PLC0415  (owned by the records work, issue 5)
-
         if spec.hash and not key:
             raise ValueError("state.hash needs SHADOW_REDACTION_KEY")
         self.spec = spec

@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from shadow.cli import main
+from semif_shadow.cli import main
 
 CLI = str(Path(sys.executable).with_name("semif-shadow"))
 
@@ -22,8 +22,11 @@ def run_cli(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[st
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every (sub)command path, through the lazy group's own listing (as ``--help`` finds them)."""
+    ctx = click.Context(group)
     out = [prefix]
-    for name, command in sorted(group.commands.items()):
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             out += _commands(command, (*prefix, name))
         else:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from scorer.errors import InvalidRequest
-from scorer.generate import Generation, generate
+from contracts.errors import InvalidRequest
+from scorer.greedy import Generation, generate
 
 if TYPE_CHECKING:
     from scorer.server.service import ScoringService

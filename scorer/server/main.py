@@ -1,4 +1,4 @@
-"""Process entry points: `semif-shadow serve` and the bare `serve` that SageMaker runs.
+"""`semif-shadow serve` (and, through the entry layer, the bare `serve` that SageMaker runs).
 
 SIGTERM (SageMaker gives 30 s) goes through aiohttp's graceful exit: the listener closes, `/ping`
 and new requests answer 503, queued requests finish within `SCORER_SHUTDOWN_GRACE_S` (default 25 s)
@@ -7,41 +7,21 @@ or fail with 503 `not_ready`, the model is freed, and the process exits 0.
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
-import time
 
 import click
 
+from contracts.settings import build_settings
 from scorer.settings import ScorerSettings
 
 
-class JsonLogFormatter(logging.Formatter):
-    """One JSON object per log line."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """Render a record as JSON."""
-        line = {
-            "ts": round(time.time(), 3),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line)
-
-
 def run(settings: ScorerSettings) -> None:
-    """Serve until SIGTERM/SIGINT."""
+    """Serve until SIGTERM/SIGINT (logging is set up by the entry layer; the server logs at INFO)."""
     from aiohttp import web  # noqa: PLC0415  (keep `--help` fast)
 
     from scorer.server.app import init_app  # noqa: PLC0415
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonLogFormatter())
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    logging.getLogger("scorer").setLevel(logging.INFO)
     web.run_app(
         init_app(settings),
         host=settings.host,
@@ -51,11 +31,6 @@ def run(settings: ScorerSettings) -> None:
         print=None,
         handle_signals=True,
     )
-
-
-def main() -> None:
-    """The bare `serve` command (SageMaker runs ``serve``); settings come from SCORER_* variables."""
-    run(ScorerSettings())
 
 
 @click.command("serve")
@@ -79,8 +54,6 @@ def serve(host: str | None, port: int | None, cross_batch: bool | None) -> None:
       curl -s localhost:8080/invocations -H 'Content-Type: application/json' \\
         -d '{"decision_id":"d1","state":"refund please","question":"Team?","options":["billing","tech"]}'
     """
-    overrides = {
-        k: v for k, v in {"host": host, "port": port, "cross_batch": cross_batch}.items() if v is not None
-    }
-    settings = ScorerSettings()
-    run(settings.model_copy(update=overrides) if overrides else settings)
+    flags = {"host": ("--host", host), "port": ("--port", port),
+             "cross_batch": ("--cross-batch", cross_batch)}
+    run(build_settings(ScorerSettings, flags))

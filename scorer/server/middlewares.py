@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from scorer.errors import Overloaded, SemIfError
+from contracts.errors import WireError
+from scorer.errors import Overloaded
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Handler
@@ -27,7 +28,7 @@ def error_body(status: int, code: str, message: str, field: str | None) -> web.R
     return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
 
 
-def render(exc: SemIfError, retry_after_s: int) -> web.Response:
+def render(exc: WireError, retry_after_s: int) -> web.Response:
     """The wire form of a SemIf error, with Retry-After where the client may retry."""
     response = error_body(exc.status, exc.code, exc.message, exc.field)
     if isinstance(exc, Overloaded) or exc.status == 503:
@@ -42,7 +43,7 @@ def error_middleware(retry_after_s: int) -> web.middleware:  # type: ignore[vali
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return await handler(request)
-        except SemIfError as exc:
+        except WireError as exc:
             return render(exc, retry_after_s)
         except web.HTTPException as exc:
             if exc.status < 400:

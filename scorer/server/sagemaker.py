@@ -37,9 +37,9 @@ async def invoke_endpoint(request: web.Request) -> web.StreamResponse:
     except web.HTTPException as exc:  # rendered by the middleware for /invocations; mapped here
         return _model_error(exc.status, json.dumps({"error": {"message": exc.reason}}))
     except Exception as exc:
-        from scorer.errors import SemIfError  # noqa: PLC0415
+        from contracts.errors import WireError  # noqa: PLC0415
 
-        if not isinstance(exc, SemIfError):
+        if not isinstance(exc, WireError):
             raise
         body = json.dumps(exc.to_json())
         if exc.status == 503:

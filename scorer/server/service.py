@@ -25,7 +25,7 @@ from scorer.errors import NotReady, Overloaded
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from scorer.contract import ScoreRequest
+    from contracts.semif import ScoreRequest
     from scorer.server.metrics import ServerMetrics
     from scorer.settings import ScorerSettings
 

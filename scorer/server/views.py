@@ -8,8 +8,9 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from scorer.contract import parse_request
-from scorer.errors import InvalidRequest, NotReady
+from contracts.errors import InvalidRequest
+from contracts.semif import decode_json, parse_request
+from scorer.errors import NotReady
 from scorer.server import chat
 from scorer.server.keys import METRICS, SERVICE, SETTINGS
 
@@ -37,7 +38,8 @@ async def dispatch(request: web.Request, payload: dict[str, Any]) -> web.StreamR
         model = service.engine.identity.name if service.engine else "unknown"
         return await chat.answer(request, service, chat_request, model)
     semif = parse_request(payload)
-    return web.json_response(await service.submit("score", semif), dumps=_dumps)
+    response = await service.submit("score", semif)
+    return web.json_response(response.to_json(), dumps=_dumps)
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
@@ -47,10 +49,7 @@ async def read_json(request: web.Request) -> dict[str, Any]:
             reason=f"Content-Type must be application/json, not {request.content_type or 'none'}"
         )
     body = await request.read()  # client_max_size caps it (413)
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidRequest(f"body is not valid JSON: {exc}", field="body") from exc
+    payload = decode_json(body)
     if not isinstance(payload, dict):
         raise InvalidRequest("request body must be a JSON object", field="body")
     return payload

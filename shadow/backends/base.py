@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from contracts.semif import parse_response
 from shadow.errors import (
     InvalidScorerResponse,
     ScorerCallError,
@@ -19,9 +20,6 @@ from shadow.errors import (
     ScorerRejected,
     ScorerThrottled,
 )
-
-IDENTITY_FIELDS = ("name", "sha256", "quantization", "runtime_version", "device", "instance_type",
-                   "image_digest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,21 +50,23 @@ class Backend(Protocol):
 
 
 def parse_semif_response(body: Any, option_ids: list[str]) -> ScoreResult:
-    """Check a SemIf response against the declared options and return it in their order."""
+    """Check a SemIf response (``contracts.semif.ScoreResponse``) against the declared options."""
     try:
-        by_id = {o["id"]: o for o in body["options"]}
-        if sorted(by_id) != sorted(option_ids) or len(body["options"]) != len(option_ids):
-            raise InvalidScorerResponse("response options differ from the declared options")
-        probs = [float(by_id[i]["probability"]) for i in option_ids]
-        logits = [float(by_id[i]["logit"]) for i in option_ids]
-        model = body.get("model") or {}
-        prompt = body.get("prompt") or {}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InvalidScorerResponse(f"not a SemIf response: {exc!r}") from exc
+        response = parse_response(body)
+        scores = response.in_order(option_ids)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        raise InvalidScorerResponse(f"not a SemIf response: {_first_line(exc)}") from exc
+    probs = [s.probability for s in scores]
     if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs) or abs(sum(probs) - 1.0) > 1e-3:
         raise InvalidScorerResponse("probabilities are not a distribution")
-    return ScoreResult(probabilities=probs, logits=logits, model=dict(model), prompt=dict(prompt),
-                       tokens=int(prompt.get("prompt_tokens") or 0))
+    return ScoreResult(probabilities=probs, logits=[s.logit for s in scores],
+                       model=response.model.model_dump(mode="json", exclude_unset=True),
+                       prompt=response.prompt.model_dump(mode="json", exclude_unset=True),
+                       tokens=response.prompt.prompt_tokens)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 def raise_for_status(status: int, retry_after: str | None, text: str) -> None:

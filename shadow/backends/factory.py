@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING
 
+from shadow.errors import ShadowError
+
 if TYPE_CHECKING:
+    from contracts.catalog import Scorer
     from scorer.settings import ScorerSettings
     from shadow.backends.base import Backend
-    from shadow.catalog import Scorer
 
 BackendKey = tuple[str, str, str | None, str, str | None]
 
@@ -20,6 +23,9 @@ def backend_key(scorer: Scorer) -> BackendKey:
 def make_backend(scorer: Scorer, scorer_settings: ScorerSettings | None) -> Backend:
     """The backend for one catalog ``scorer`` block (not started)."""
     if scorer.backend == "local":
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ShadowError("backend local runs the scorer in this process: install the scorer extra "
+                              "(pip install 'semif-shadow[scorer]'), or use semif_http or sagemaker")
         from scorer.settings import ScorerSettings  # noqa: PLC0415
         from shadow.backends.local import LocalBackend  # noqa: PLC0415
 

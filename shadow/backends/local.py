@@ -14,6 +14,7 @@ from shadow.backends.base import ScoreResult, parse_semif_response
 from shadow.errors import ScorerFailed, ScorerRejected, ScorerTimeout
 
 if TYPE_CHECKING:
+    from contracts.semif import ScoreResponse
     from scorer.engine import Engine
     from scorer.settings import ScorerSettings
 
@@ -46,14 +47,15 @@ class LocalBackend:
             raise ScorerTimeout(f"local engine: no answer within {limit_s:.3f} s") from exc
         return parse_semif_response(body, [o["id"] for o in request["options"]])
 
-    def _score(self, request: dict[str, Any]) -> dict[str, Any]:
-        from scorer.contract import parse_request  # noqa: PLC0415
-        from scorer.errors import ScorerError, SemIfError  # noqa: PLC0415
+    def _score(self, request: dict[str, Any]) -> ScoreResponse:
+        from contracts.errors import WireError  # noqa: PLC0415
+        from contracts.semif import parse_request  # noqa: PLC0415
+        from scorer.errors import ScorerError  # noqa: PLC0415
 
         assert self._engine is not None, "start() first"
         try:
             return self._engine.score(parse_request(request))
-        except SemIfError as exc:
+        except WireError as exc:
             raise ScorerRejected(f"{exc.code}: {exc.message}") from exc
         except ScorerError as exc:
             raise ScorerFailed(str(exc)) from exc

@@ -1,5 +1,5 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
-"""``semif-shadow records``: compact, recover and inspect the shadow records (issue 5)."""
+"""``semif-shadow records``: compact, recover and inspect the shadow records (``docs/records.md``)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,12 @@ if TYPE_CHECKING:
 
 
 def _settings(overrides: dict[str, Any]) -> RecordSettings:
-    from pydantic import ValidationError  # noqa: PLC0415  (keep --help fast)
-
+    """SHADOW_RECORDS_* settings with the given flags (``--spool-dir`` for ``spool_dir``) over them."""
+    from contracts.settings import build_settings  # noqa: PLC0415  (keep --help fast)
     from shadow.records.settings import RecordSettings  # noqa: PLC0415
 
-    try:
-        return RecordSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise click.UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+    flags = {field: ("--" + field.replace("_", "-"), value) for field, value in overrides.items()}
+    return build_settings(RecordSettings, flags)
 
 
 def _echo(payload: dict[str, Any]) -> None:
@@ -37,8 +34,8 @@ def records() -> None:
     \b
     Examples:
       semif-shadow records stats --root s3://bucket/shadow
-      semif-shadow records compact --root ./records --min-age 600
-      semif-shadow records recover --spool-dir /var/spool/shadow --root ./records
+      semif-shadow records compact --root ./shadow-records --min-age 600
+      semif-shadow records recover --spool-dir /var/spool/shadow --root ./shadow-records
     """
 
 
@@ -62,7 +59,7 @@ def compact(root: str | None, partition: str | None, min_age: float, grace: floa
 
     \b
     Example:
-      semif-shadow records compact --root ./records --min-age 0 --grace 0
+      semif-shadow records compact --root ./shadow-records --min-age 0 --grace 0
     """
     from shadow.records.compact import CompactPolicy, compact_root  # noqa: PLC0415
     from shadow.records.errors import RecordsError  # noqa: PLC0415
@@ -121,7 +118,7 @@ def stats(root: str | None, spool_dir: str | None) -> None:
 
     \b
     Example:
-      semif-shadow records stats --root ./records --spool-dir ./spool
+      semif-shadow records stats --root ./shadow-records --spool-dir ./shadow-spool
     """
     from shadow.records.inspect import root_stats, spool_stats  # noqa: PLC0415
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from contracts.records import ADDED_IN_V1_1, COMPRESSION, FORMAT_KEY, FORMAT_VALUE
 from shadow.records.errors import CompactionError
 from shadow.records.layout import (
     COMPACT_PREFIX,
@@ -38,7 +39,7 @@ from shadow.records.layout import (
     replaced_by,
     split_visible,
 )
-from shadow.records.parquet import COMPRESSION, FORMAT_KEY, write_atomic
+from shadow.records.parquet import write_atomic
 from shadow.records.rows import DATASETS
 
 if TYPE_CHECKING:
@@ -118,9 +119,22 @@ def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: Co
 def _read(fs: pafs.FileSystem, file: DataFile, dataset: str) -> pa.Table:
     with fs.open_input_file(file.path) as fh:
         table = pq.read_table(fh)
+    return conform(table, dataset, file.path)
+
+
+def conform(table: pa.Table, dataset: str, where: str) -> pa.Table:
+    """``table`` in the records v1.1 ``dataset`` schema: a file from before v1.1 gets its added columns null.
+
+    Anything else that differs from the schema is a `CompactionError` naming ``where``.
+    """
     schema = DATASETS[dataset]
+    missing = [f for f in schema if f.name not in table.schema.names]
+    if missing and {f.name for f in missing} <= ADDED_IN_V1_1[dataset]:
+        for column in missing:
+            table = table.append_column(column, pa.nulls(table.num_rows, column.type))
+        table = table.select(schema.names)
     if not table.schema.equals(schema, check_metadata=False):
-        raise CompactionError(f"{file.path} does not have the records-v1 {dataset} schema")
+        raise CompactionError(f"{where} does not have the records {dataset} schema")
     return table.replace_schema_metadata(None)
 
 
@@ -128,7 +142,7 @@ def _write(fs: pafs.FileSystem, table: pa.Table, target: str, metadata: dict[byt
     if isinstance(fs, pafs.LocalFileSystem):
         write_atomic(table, Path(target), metadata)
         return
-    table = table.replace_schema_metadata({FORMAT_KEY: b"v1", **metadata})
+    table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VALUE, **metadata})
     with fs.open_output_stream(target) as out:  # an S3 object appears only once complete
         pq.write_table(table, out, compression=COMPRESSION)
 

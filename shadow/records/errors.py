@@ -29,7 +29,7 @@ class StoreClosed(RecordsError):
 
 
 class InvalidRow(RecordsError):
-    """A row the records-v1 schema cannot hold."""
+    """A row the records schema cannot hold."""
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from shadow.records.layout import data_files, filesystem, open_dataset, split_visible
 from shadow.records.rows import DATASETS
 from shadow.records.s3 import staged_files
-from shadow.records.segments import list_segments
+from shadow.records.segment_files import list_segments
 
 if TYPE_CHECKING:
     from shadow.records.settings import RecordSettings

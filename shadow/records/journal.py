@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from shadow.records.errors import RecordsError
-from shadow.records.segments import SegmentFile, fsync_dir
+from shadow.records.segment_files import SegmentFile, fsync_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable

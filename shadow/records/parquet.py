@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contracts.records import COMPRESSION, FORMAT_KEY, FORMAT_VALUE
 from shadow.records import rows as rowlib
-from shadow.records.segments import OUTCOME, PROPOSAL, SegmentRead, fsync_dir, read_segment, segment_seq
+from shadow.records.segment_files import OUTCOME, PROPOSAL, SegmentRead, fsync_dir, read_segment, segment_seq
 
 if TYPE_CHECKING:
     from pathlib import Path
 from typing import BinaryIO
-
-COMPRESSION = "zstd"
-FORMAT_KEY = b"semif.records"
 
 
 @dataclass
@@ -67,7 +65,7 @@ def _create(path: Path) -> BinaryIO:
 def write_atomic(table: pa.Table, target: Path, metadata: dict[bytes, bytes] | None = None) -> None:
     """Write ``table`` to ``target`` so that no reader ever sees a partial file."""
     tmp = target.with_name(f".{target.name}.tmp")
-    schema_meta = {**(table.schema.metadata or {}), FORMAT_KEY: b"v1", **(metadata or {})}
+    schema_meta = {**(table.schema.metadata or {}), FORMAT_KEY: FORMAT_VALUE, **(metadata or {})}
     with _create(tmp) as fh:
         pq.write_table(table.replace_schema_metadata(schema_meta), fh, compression=COMPRESSION)
         fh.flush()

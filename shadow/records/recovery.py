@@ -17,7 +17,7 @@ import orjson
 
 from shadow.records import rows as rowlib
 from shadow.records.parquet import publish_segment, remove_segment
-from shadow.records.segments import (
+from shadow.records.segment_files import (
     ACCEPT,
     PROPOSAL,
     SegmentFile,

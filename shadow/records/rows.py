@@ -1,7 +1,7 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Rows at the door and on the way out: validation, timestamps, partitions, Arrow tables.
 
-Rows are plain dicts keyed by the records-v1 columns (``schema.py``). At the door each value is checked
+Rows are plain dicts keyed by the records columns (``contracts.records``). At the door each value is checked
 against its column's type (cheaply: the journal must never hold a row the Parquet writer would
 reject), timestamps become integer microseconds (UTC), and the store fills ``record_version`` and
 ``writer_id``. On the way out a batch of rows becomes one Arrow table per Hive partition.
@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from contracts.records import DEFAULT_CANDIDATE, OUTCOMES, PROPOSALS, RECORD_VERSION
 from shadow.records.errors import InvalidRow
-from shadow.records.schema import OUTCOMES, PROPOSALS, RECORD_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -136,6 +136,7 @@ def lost_row(accepted: dict[str, Any], reason: str, writer_id: str,
     return {"record_version": RECORD_VERSION, "decision_id": accepted["decision_id"],
             "decision_type": accepted["decision_type"], "received_at": accepted["received_at"],
             "sampled": True, "status": "lost", "reason": reason, "option_ids": accepted["option_ids"],
+            "candidate": accepted.get("candidate", DEFAULT_CANDIDATE),
             "writer_id": writer_id, "config_sha256": config_sha256}
 
 

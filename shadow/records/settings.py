@@ -1,8 +1,12 @@
-# Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
-"""SHADOW_RECORDS_* settings: one class, built once in ``main`` and passed in (tests build it directly)."""
+"""SHADOW_RECORDS_* settings: one class, built once by the command line and passed in (tests build it).
+
+The sidecar holds it as ``ShadowSettings.records``; ``semif-shadow records`` builds it alone. Both read
+the same variables with the same defaults, so ``records stats`` after ``sidecar run`` finds the files.
+"""
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 from typing import Literal
@@ -17,6 +21,19 @@ DEFAULT_ROLL_SECONDS = 60.0
 DEFAULT_GROUP_COMMIT_MS = 2.0
 DEFAULT_MAX_LOCAL_BYTES = 2048 * MIB
 DEFAULT_MULTIPART_BYTES = 16 * MIB
+DEFAULT_ROOT = "shadow-records"
+DEFAULT_SPOOL = Path("shadow-spool")
+WRITER_ID_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
+
+
+def default_writer_id() -> str:
+    """The host name, in the characters file names allow: stable across restarts of the same host.
+
+    A restarted writer keeps its id, so recovery republishes a segment under the same file names
+    (``<writer_id>-<seq>.parquet``) and never as a second copy.
+    """
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[-64:]
+    return name or "writer"
 
 
 class RecordSettings(BaseSettings):
@@ -24,9 +41,9 @@ class RecordSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SHADOW_RECORDS_", extra="ignore")
 
-    root: str = Field(default="records", description="local folder or s3://bucket/prefix for Parquet files")
-    spool_dir: Path = Field(default=Path("spool"), description="local journal and staging folder")
-    writer_id: str = Field(default_factory=socket.gethostname, pattern=r"^[A-Za-z0-9._-]{1,64}$",
+    root: str = Field(default=DEFAULT_ROOT, description="local folder or s3://bucket/prefix (Parquet files)")
+    spool_dir: Path = Field(default=DEFAULT_SPOOL, description="local journal and staging folder")
+    writer_id: str = Field(default_factory=default_writer_id, pattern=WRITER_ID_PATTERN,
                            description="names this writer's files (<writer_id>-<seq>.parquet)")
     config_sha256: str | None = Field(default=None, description="written on lost rows recovery creates")
     fsync: Literal["group", "always", "none"] = Field(

@@ -1,11 +1,9 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """The narrow interface between the sidecar and the record store.
 
-The sidecar (``shadow/``) calls exactly these three coroutines; the store (``shadow/records/``)
-implements them. Rows are plain dicts keyed by the records-v1 column names (``schema.py``); the store
-fills ``record_version`` and ``writer_id``.
-
-Promises, per records-v1 and issue 5:
+The sidecar (``shadow/``) calls exactly these coroutines; the store (``shadow/records/store.py``)
+implements them. Rows are plain dicts keyed by the records v1.1 column names (``contracts.records``);
+the store fills ``record_version`` and ``writer_id``. The promises (``docs/records.md``):
 
 * ``accept`` returns once the decision is durably noted as accepted (group-committed journal): if the
   process dies before its proposal is written, recovery writes a ``lost`` / ``crash_recovery`` row.

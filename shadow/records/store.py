@@ -31,7 +31,7 @@ from shadow.records.journal import Journal
 from shadow.records.parquet import publish_segment, remove_segment
 from shadow.records.recovery import recover
 from shadow.records.s3 import S3Uploader, staged_files
-from shadow.records.segments import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, next_seq
+from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, next_seq
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -1,4 +1,4 @@
-"""Pipelines fixtures: generated records-v1 data with known properties, and one run of every model over it."""
+"""Pipelines fixtures: generated records data with known properties, and one run of every model over it."""
 
 from __future__ import annotations
 

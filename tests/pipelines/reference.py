@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
 
-from shadow.records.schema import OUTCOMES, PROPOSALS
+from contracts.records import OUTCOMES, PROPOSALS
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -36,7 +36,7 @@ class Records:
 
 
 def read(root: Path, name: str) -> pd.DataFrame:
-    """Every file of one records-v1 dataset, read by pyarrow with the schema from shadow.records."""
+    """Every file of one records dataset, read by pyarrow with the schema from contracts.records."""
     files = sorted(str(p) for p in (root / name).rglob("*.parquet"))
     schema = PROPOSALS if name == "proposals" else OUTCOMES
     return pads.dataset(files, schema=schema, format="parquet").to_table().to_pandas()

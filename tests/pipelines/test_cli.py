@@ -18,7 +18,7 @@ from pipelines.source import register_window
 from pipelines.sqlmodels import ORDER, WINDOW_VARIABLES, mart_names
 from pipelines.storage import open_root
 from pipelines.weeks import window
-from shadow.cli import main
+from semif_shadow.cli import main
 from tests.pipelines.conftest import AS_OF, FIRST, LAST
 
 if TYPE_CHECKING:

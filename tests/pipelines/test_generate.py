@@ -1,4 +1,4 @@
-"""The generator writes records-v1 exactly.
+"""The generator writes records exactly.
 
 Hive partitions, the schema from shadow.records, known properties.
 """
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
+from contracts.records import OUTCOMES, PROPOSALS, STATUSES
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from shadow.records.schema import OUTCOMES, PROPOSALS, STATUSES
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,7 +27,7 @@ LAYOUT = re.compile(
 def test_files_follow_the_records_v1_layout_and_schema(records_root: Path) -> None:
     """Every file sits at <dataset>/decision_type=<t>/date=<d>/<writer>-<seq>.parquet.
 
-    Has the records-v1 schema, and holds only rows of its partition's type and UTC date; no temporary file is
+    Has the records schema, and holds only rows of its partition's type and UTC date; no temporary file is
     left behind.
     """
     files = sorted(p for p in records_root.rglob("*") if p.is_file())
@@ -57,7 +57,7 @@ def test_the_same_seed_writes_the_same_records(tmp_path: Path) -> None:
 def test_known_properties_of_the_generated_records(records: Records) -> None:
     """Unique decision ids.
 
-    Statuses from records-v1, probabilities summing to 1 with the proposal as argmax, ~85% of decisions with
+    Statuses from records, probabilities summing to 1 with the proposal as argmax, ~85% of decisions with
     an outcome, ~1% of outcomes outside the options, some repeated outcomes.
     """
     d = records.decisions

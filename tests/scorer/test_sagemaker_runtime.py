@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from aiohttp.test_utils import TestClient
 
+    from contracts.semif import ScoreResponse
     from tests.typing import ClientFactory
 
 
@@ -90,7 +91,7 @@ async def test_overload_is_service_unavailable_and_botocore_retries(
     gate = threading.Event()
 
     class HeldEngine(Engine):
-        def score(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        def score(self, *args: Any, **kwargs: Any) -> ScoreResponse:
             gate.wait(30)
             return super().score(*args, **kwargs)
 

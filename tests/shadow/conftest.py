@@ -19,6 +19,7 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from shadow.app import init_app
+from shadow.records.settings import RecordSettings
 from shadow.settings import ShadowSettings
 from tests.shadow.fault_scorer import Faults, fault_app
 
@@ -90,9 +91,9 @@ def write_catalog(tmp_path: Path, types: dict[str, dict[str, Any]]) -> Path:
 
 def settings_for(tmp_path: Path, catalog: Path, **overrides: Any) -> ShadowSettings:
     """Test-sized sidecar settings writing records under ``tmp_path/records``."""
+    records = RecordSettings(root=str(tmp_path / "records"), spool_dir=tmp_path / "spool", writer_id="test")
     values: dict[str, Any] = {
-        "catalog": catalog, "records_root": str(tmp_path / "records"), "sink": "simple",
-        "records_spool_dir": tmp_path / "spool", "writer_id": "test", "workers": 4,
+        "catalog": catalog, "records": records, "workers": 4,
         "redaction_key": "k" * 32, "shutdown_grace_s": 0.5, "kill_switch_poll_s": 0.05}
     values.update(overrides)
     return ShadowSettings(**values)
@@ -113,12 +114,18 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
     SIGTERM on exit (the sidecar drains and flushes its records) and the exit code must be 0.
     """
     env = dict(os.environ)
-    for name, value in settings.model_dump().items():
-        if value is not None:
+    for prefix, group in (("SHADOW_", settings), ("SHADOW_RECORDS_", settings.records)):
+        for name in type(group).model_fields:
+            value = getattr(group, name)
+            if value is None or name == "records":
+                continue
             plain = value.get_secret_value() if isinstance(value, SecretStr) else value
-            env[f"SHADOW_{name.upper()}"] = str(plain).lower() if isinstance(plain, bool) else str(plain)
+            env[f"{prefix}{name.upper()}"] = str(plain).lower() if isinstance(plain, bool) else str(plain)
     proc = await asyncio.create_subprocess_exec(str(Path(sys.executable).parent / "semif-shadow"), "sidecar",
                                                 "run", env=env, stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None
+    log = bytearray()
+    drain = asyncio.create_task(_drain(proc.stderr, log))  # a full pipe would stall the sidecar's logging
     url = f"http://{settings.host}:{settings.port}"
     try:
         async with aiohttp.ClientSession() as session:
@@ -128,18 +135,26 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
                         if resp.status == 200:
                             break
                 if proc.returncode is not None:
-                    raise AssertionError(f"sidecar exited: {(await proc.stderr.read()).decode()}")  # type: ignore[union-attr]
+                    await drain
+                    raise AssertionError(f"sidecar exited: {log.decode()}")
                 await asyncio.sleep(0.05)
         yield url
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
-        _, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()
+        await proc.wait()
+        await drain
+        assert proc.returncode == 0, log.decode()
+
+
+async def _drain(stream: asyncio.StreamReader, into: bytearray) -> None:
+    """Read ``stream`` to its end into ``into``."""
+    while chunk := await stream.read(65536):
+        into += chunk
 
 
 def read_rows(root: Path, dataset: str) -> list[dict[str, Any]]:
-    """Every row of one records-v1 dataset under ``root`` (all Parquet files, any partition)."""
+    """Every row of one records dataset under ``root`` (all Parquet files, any partition)."""
     rows: list[dict[str, Any]] = []
     for path in sorted((root / dataset).rglob("*.parquet")):
         rows.extend(pq.read_table(path).to_pylist())

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
+from semif_shadow.logs import JsonFormatter
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_pa
         status, body = await post(f"{url}/v1/outcomes", {"outcomes": [
             {"decision_type": "tickets", "decision_id": "b-1", "outcome": "review"}]})
         assert (status, body) == (200, {"recorded": 1})
-        outcomes = read_rows(tmp_path / "records", "outcomes")
-        assert [(o["decision_id"], o["outcome"], o["source"]) for o in outcomes] == [("b-1", "review", "api")]
+    outcomes = read_rows(tmp_path / "records", "outcomes")  # published when the store closes
+    assert [(o["decision_id"], o["outcome"], o["source"]) for o in outcomes] == [("b-1", "review", "api")]
     rows = {r["decision_id"]: r for r in read_rows(tmp_path / "records", "proposals")}
     assert rows["b-1"]["status"] == "scored"
     assert "a@b.c" not in rows["b-1"]["state"]
@@ -146,8 +147,11 @@ async def test_one_json_log_line_per_decision_without_state(scorer_url: str, tmp
             {"decision_type": "tickets", "decision_id": f"log-{i}", "state": {"subject": "secret subject"}}
             for i in range(3)]})
         await asyncio.sleep(0.2)
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "shadow.decisions"]
+    rendered = [JsonFormatter().format(r) for r in caplog.records]  # as the command writes them
+    lines = [json.loads(text) for text, r in zip(rendered, caplog.records, strict=True)
+             if r.name == "shadow.decisions"]
     assert sorted(line["decision_id"] for line in lines) == ["log-0", "log-1", "log-2"]
     assert {line["decision_type"] for line in lines} == {"tickets"}
     assert {line["status"] for line in lines} <= {"scored", "dropped"}
-    assert all("secret subject" not in r.getMessage() for r in caplog.records)
+    assert {line["event"] for line in lines} == {"decision"}
+    assert all("secret subject" not in text for text in rendered)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from shadow.records.settings import default_writer_id
 from tests.shadow.conftest import free_port, read_rows, serve, ticket_type, write_catalog
 from tests.shadow.upstream import upstream_app
 
@@ -49,7 +51,7 @@ async def test_run_command_proxies_and_flushes_on_sigterm(faults: Faults, scorer
     async with serve(upstream_app()) as upstream:
         env = {**os.environ, "SHADOW_RECORDS_ROOT": str(tmp_path / "records"),
                "SHADOW_REDACTION_KEY": "k" * 32, "SHADOW_RECORDS_SPOOL_DIR": str(tmp_path / "spool"),
-               "SHADOW_WRITER_ID": "cli_test"}
+               "SHADOW_RECORDS_WRITER_ID": "cli_test"}
         command = [str(CLI), "sidecar", "run", "--catalog", str(catalog), "--port", str(api),
                    "--proxy-port", str(proxy), "--upstream", upstream]
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,  # noqa: S603, ASYNC220  (a server we stop below)
@@ -86,7 +88,7 @@ async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faul
                                                                                   "deadline_s": 60})})
     api = free_port()
     env = {**os.environ, "SHADOW_RECORDS_ROOT": str(tmp_path / "records"), "SHADOW_REDACTION_KEY": "k" * 32,
-           "SHADOW_RECORDS_SPOOL_DIR": str(tmp_path / "spool"), "SHADOW_WRITER_ID": "crash_test",
+           "SHADOW_RECORDS_SPOOL_DIR": str(tmp_path / "spool"), "SHADOW_RECORDS_WRITER_ID": "crash_test",
            "SHADOW_WORKERS": "1"}
     command = [str(CLI), "sidecar", "run", "--catalog", str(catalog), "--port", str(api)]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,  # noqa: S603, ASYNC220  (killed below)
@@ -109,3 +111,58 @@ async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faul
     rows = read_rows(tmp_path / "records", "proposals")
     assert sorted((r["decision_id"], r["status"], r["reason"]) for r in rows) == [
         (f"k-{i}", "lost", "crash_recovery") for i in range(5)]
+
+
+async def test_a_restarted_sidecar_keeps_its_writer_id_and_republishes_nothing_twice(
+        faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """With the default writer id, recovery after a restart rewrites the same files, never a second copy.
+
+    A sidecar is killed with scored decisions in its journal. The spool is kept aside; a restart recovers
+    and publishes them, then the kept spool is put back (as if that restart had died after publishing
+    but before removing the segment) and a third start recovers it again. Each decision must have one
+    row: the default writer id (the host name) names the files the same every time. With a writer id
+    that changes per process (the pid), the third start would publish every row a second time.
+    """
+    del faults
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    spool, kept = tmp_path / "spool", tmp_path / "spool-kept"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    env |= {"SHADOW_RECORDS_ROOT": str(tmp_path / "records"), "SHADOW_REDACTION_KEY": "k" * 32,
+            "SHADOW_RECORDS_SPOOL_DIR": str(spool)}
+
+    def start() -> tuple[subprocess.Popen[bytes], int]:
+        api = free_port()
+        proc = subprocess.Popen([str(CLI), "sidecar", "run", "--catalog", str(catalog), "--port", str(api)],  # noqa: S603
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_ready(api, proc)
+        return proc, api
+
+    proc, api = start()
+    try:
+        decisions = [{"decision_type": "tickets", "decision_id": f"r-{i}", "state": "x"} for i in range(6)]
+        async with aiohttp.ClientSession() as session:
+            base = f"http://127.0.0.1:{api}"
+            async with session.post(f"{base}/v1/decisions", json={"decisions": decisions}) as r:
+                assert (await r.json())["queued"] == 6
+            for _ in range(100):  # until all six are scored and written to the journal
+                async with session.get(f"{base}/metrics") as m:
+                    if 'shadow_rows_total{status="scored"} 6.0' in await m.text():
+                        break
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(0.2)  # past the group commit
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    shutil.copytree(spool, kept)
+    for _ in range(2):
+        proc, _ = start()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        shutil.rmtree(spool)
+        shutil.copytree(kept, spool)
+    rows = read_rows(tmp_path / "records", "proposals")
+    assert sorted(r["decision_id"] for r in rows) == [f"r-{i}" for i in range(6)]
+    assert {r["status"] for r in rows} == {"scored"}
+    writers = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "records").rglob("*.parquet")}
+    assert writers == {default_writer_id()}

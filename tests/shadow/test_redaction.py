@@ -126,7 +126,7 @@ async def test_a_redacted_marker_reaches_no_file_and_no_log(tmp_path: Path, all_
         logging.getLogger("shadow.records").info("store stats %s", store.snapshot())
     leaky = logging.getLogger("test.leaky")
     scrubbing = logging.StreamHandler(all_logs)
-    scrubbing.addFilter(ScrubFilter(redactor))
+    scrubbing.addFilter(ScrubFilter([redactor]))
     leaky.addHandler(scrubbing)
     leaky.propagate = False
     try:

@@ -1,4 +1,4 @@
-"""The sidecar against this project's own SemIf scorer server (issue 3), with the real model."""
+"""The sidecar against this project's own SemIf scorer server (`scorer.server`), with the real model."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 @pytest.mark.usefixtures("aws_env")
 async def test_semif_http_and_sagemaker_against_the_real_scorer_server(model_path: Path,
                                                                        tmp_path: Path) -> None:
-    """Against this project's scorer server (issue 3, real model), both remote backends score.
+    """Against this project's scorer server (real model), both remote backends score.
 
     ``semif_http`` posts to ``/invocations`` and boto3 to ``/endpoints/{name}/invocations``; both rows
     carry the same pinned model identity.
     """
-    from scorer.server.app import init_app as init_scorer  # noqa: PLC0415  (issue 3's server)
+    from scorer.server.app import init_app as init_scorer  # noqa: PLC0415  (loads llama.cpp only here)
 
     scorer = init_scorer(ScorerSettings(model_path=model_path, n_threads=2, n_ctx=1024))
     async with serve(scorer) as scorer_url:

@@ -1,5 +1,5 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
-"""Rows as the sidecar hands them to the store (records-v1 columns)."""
+"""Rows as the sidecar hands them to the store (records columns)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from click.testing import CliRunner
 
-from shadow.cli import main
+from semif_shadow.cli import main
 from shadow.records.cli import records
-from shadow.records.segments import list_segments
+from shadow.records.segment_files import list_segments
 from shadow.records.store import RecordStore, _lock_spool
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
@@ -49,11 +49,11 @@ async def test_compact_and_stats_from_the_command_line(local_settings: RecordSet
     root = local_settings.root
     result = runner.invoke(main, ["records", "compact", "--root", root, "--min-age", "0", "--grace", "0"])
     assert result.exit_code == 0, result.output
-    merged = {line["partition"]: line for line in _lines(result.output)}
+    merged = {line["partition"]: line for line in _lines(result.stdout)}
     assert merged["proposals/decision_type=route/date=2026-11-30"]["rows"] == 30
     result = runner.invoke(main, ["records", "stats", "--root", root])
     assert result.exit_code == 0, result.output
-    stats = _lines(result.output)[0]
+    stats = _lines(result.stdout)[0]
     proposals = stats["proposals"]
     assert isinstance(proposals, dict)
     assert proposals["bytes"] > 0
@@ -73,7 +73,7 @@ def test_recover_publishes_a_dead_sidecars_journal(local_settings: RecordSetting
     runner = CliRunner()
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
-    report = _lines(result.output)[0]
+    report = _lines(result.stdout)[0]
     assert (report["lost"], report["torn_records"], report["segments"]) == (2, 1, 3)
     assert list_segments(local_settings.journal_dir) == []
     held = _lock_spool(local_settings.spool_dir)  # what a running store holds

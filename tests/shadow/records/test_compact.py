@@ -9,9 +9,11 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pytest
 
-from shadow.records.compact import CompactPolicy, compact_root
+from contracts.records import ADDED_IN_V1_1, PROPOSALS
+from shadow.records.compact import CompactPolicy, compact_root, conform
 from shadow.records.errors import CompactionError
 from shadow.records.layout import data_files, filesystem, open_dataset, split_visible
 from shadow.records.store import RecordStore
@@ -145,3 +147,19 @@ async def test_compaction_on_s3(s3_settings: RecordSettings) -> None:
     compact_root(fs, base, CompactPolicy(min_age_s=0.0, grace_s=0.0))
     assert len(data_files(fs, f"{base}/proposals")) == 1
     assert _ids(s3_settings) == expected
+
+
+def test_files_from_before_v1_1_are_compacted_with_their_added_columns_null() -> None:
+    """A v1 file (without candidate, normalization, model_identity...) compacts beside v1.1 files.
+
+    Its rows keep every v1 value and read null in the columns v1.1 added; a file off the schema in any
+    other way is still refused.
+    """
+    v1_1 = pa.Table.from_pylist([{"decision_id": "d1", "decision_type": "t", "candidate": "default",
+                                  "record_version": 2}], schema=PROPOSALS)
+    v1 = v1_1.drop_columns(sorted(ADDED_IN_V1_1["proposals"]))
+    both = pa.concat_tables([conform(v1_1, "proposals", "new"), conform(v1, "proposals", "old")])
+    assert both.column("candidate").to_pylist() == ["default", None]
+    assert both.schema.equals(PROPOSALS)
+    with pytest.raises(CompactionError, match="broken"):
+        conform(v1.drop_columns(["status"]), "proposals", "broken")

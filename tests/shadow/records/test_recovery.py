@@ -12,7 +12,7 @@ from shadow.records import recovery
 from shadow.records.layout import open_dataset
 from shadow.records.parquet import publish_segment
 from shadow.records.rows import normalize
-from shadow.records.segments import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, list_segments
+from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, list_segments
 from shadow.records.store import RecordStore
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row

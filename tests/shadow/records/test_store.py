@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
+from contracts.records import OUTCOMES, PROPOSALS, RECORD_VERSION
 from shadow.records.errors import InvalidRow, StoreClosed
 from shadow.records.layout import open_dataset
-from shadow.records.schema import OUTCOMES, PROPOSALS
-from shadow.records.segments import ACCEPT, list_segments, read_segment
+from shadow.records.segment_files import ACCEPT, list_segments, read_segment
 from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 
@@ -42,7 +42,7 @@ def _parquet_files(root: Path) -> list[Path]:
 
 
 async def test_rows_land_in_hive_partitions_with_the_exact_schema(local_settings: RecordSettings) -> None:
-    """Rows go to <dataset>/decision_type=<t>/date=<d>/w1-<seq>.parquet, typed exactly as records-v1."""
+    """Rows go to <dataset>/decision_type=<t>/date=<d>/w1-<seq>.parquet, typed exactly as records."""
     async with RecordStore(local_settings) as store:
         await store.accept("d1", "route", BASE_US, OPTIONS)
         await store.proposal(proposal_row("d1"))
@@ -60,7 +60,7 @@ async def test_rows_land_in_hive_partitions_with_the_exact_schema(local_settings
         assert table.schema.equals(expected, check_metadata=False)
         assert path.name.startswith("w1-")
         assert table.column("writer_id").to_pylist() == ["w1"] * table.num_rows
-        assert table.column("record_version").to_pylist() == [1] * table.num_rows
+        assert table.column("record_version").to_pylist() == [RECORD_VERSION] * table.num_rows
     proposals = open_dataset(local_settings, "proposals").to_table().to_pylist()
     by_id = {r["decision_id"]: r for r in proposals}
     assert by_id["d2"]["decision_type"] == "prio/urgent"

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scorer.contract import format_loc
+from contracts.semif import format_loc
 from shadow.errors import RequestError
 
 MAX_BATCH = 1000
@@ -87,9 +87,9 @@ def parse_outcomes(data: Any) -> tuple[list[OutcomeIn], str]:
 
 
 def outcome_row(item: OutcomeIn) -> dict[str, Any]:
-    """The outcomes row (records-v1) for one reported outcome."""
+    """The outcomes row (records v1.1) for one reported outcome (the view has checked it is an option)."""
     at = item.outcome_at or datetime.now(UTC)
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return {"decision_id": item.decision_id, "decision_type": item.decision_type, "outcome": item.outcome,
-            "outcome_at": at.astimezone(UTC), "source": item.source}
+            "outcome_at": at.astimezone(UTC), "source": item.source, "in_options": True}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from shadow.records.segments import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, read_segment
+from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, read_segment
 
 
 def _segment(tmp_path: Path, frames: list[bytes]) -> Path:
@@ -58,7 +58,7 @@ def test_a_corrupt_payload_fails_its_checksum(tmp_path: Path) -> None:
 FULL_DISK_SCRIPT = """
 import errno, resource, signal, sys
 from pathlib import Path
-from shadow.records.segments import PROPOSAL, SegmentFile, encode
+from shadow.records.segment_files import PROPOSAL, SegmentFile, encode
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
 segment = SegmentFile(Path(sys.argv[1]), 1)

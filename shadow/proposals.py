@@ -1,4 +1,4 @@
-"""Build records-v1 proposals rows (``shadow/records/schema.py``) for the sidecar's decisions."""
+"""Build proposals rows (records v1.1, ``contracts.records``) for the sidecar's decisions."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from shadow.records.schema import PROPOSALS, RECORD_VERSION
+from contracts.records import DEFAULT_CANDIDATE, PROPOSALS, RECORD_VERSION, model_identity
 
 if TYPE_CHECKING:
     import asyncio
 
     from shadow.backends.base import ScoreResult
-    from shadow.runtime import DecisionRuntime
+    from shadow.live_catalog import DecisionRuntime
     from shadow.state import Prepared, State
 
 
@@ -37,7 +37,8 @@ def blank_row(d: Decision, prepared: Prepared | None, stamp: RowStamp) -> dict[s
         record_version=RECORD_VERSION, decision_id=d.decision_id, decision_type=d.rt.name,
         received_at=datetime.fromtimestamp(d.received_us / 1e6, UTC), sampled=d.sampled,
         option_ids=d.rt.dtype.option_ids, backend=d.rt.dtype.scorer.backend, endpoint=d.rt.backend.endpoint,
-        writer_id=stamp.writer_id, config_sha256=stamp.config_sha256)
+        writer_id=stamp.writer_id, config_sha256=stamp.config_sha256, candidate=DEFAULT_CANDIDATE,
+        normalization=d.rt.dtype.scorer.normalization)
     if prepared is not None:
         row.update(state_sha256=prepared.sha256, state=prepared.stored)
     return row
@@ -55,6 +56,8 @@ def scored(row: dict[str, Any], result: ScoreResult, timing: Timing) -> dict[str
     probs = result.probabilities
     best = max(range(len(probs)), key=probs.__getitem__)
     model, prompt = result.model, result.prompt
+    identity, identity_sha256 = model_identity(model, prompt.get("builder"), prompt.get("template_sha256"),
+                                               row["normalization"])
     row.update(
         status="scored", reason=None, probabilities=probs, logits=result.logits,
         proposal=row["option_ids"][best], proposal_probability=probs[best],
@@ -65,7 +68,8 @@ def scored(row: dict[str, Any], result: ScoreResult, timing: Timing) -> dict[str
         prompt_builder=prompt.get("builder"), template_sha256=prompt.get("template_sha256"),
         prompt_tokens=prompt.get("prompt_tokens"), cached_tokens=prompt.get("cached_tokens"),
         truncated=prompt.get("truncated"), queue_ms=timing.queue_ms, scorer_ms=timing.scorer_ms,
-        total_ms=timing.total_ms, attempts=timing.attempts)
+        total_ms=timing.total_ms, attempts=timing.attempts, model_identity=identity,
+        model_identity_sha256=identity_sha256)
     return row
 
 

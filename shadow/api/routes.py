@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shadow import views
+from shadow.api import views
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from scorer.contract import parse_request, parse_request_bytes
-from scorer.errors import InvalidRequest
+from contracts.errors import InvalidRequest
+from contracts.semif import parse_request, parse_request_bytes, parse_response
 
 
 def _valid() -> dict[str, Any]:
@@ -93,3 +93,46 @@ def test_object_state_renders_sorted_and_stable() -> None:
     """An object state renders with sorted keys, non-ASCII kept as is."""
     request = parse_request(_with(state={"z": 1, "a": {"y": "é", "b": None}}))
     assert request.state_text() == json.dumps({"a": {"b": None, "y": "é"}, "z": 1}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("body", [b'{"a":' * 5000 + b"1" + b"}" * 5000, b"[" * 100_000],
+                         ids=["5000 nested objects", "100000 brackets"])
+def test_json_nested_past_the_recursion_limit_is_a_400_naming_the_body(body: bytes) -> None:
+    """Nesting deeper than Python's recursion limit is `invalid_request` on ``body``, not a crash."""
+    with pytest.raises(InvalidRequest) as info:
+        parse_request_bytes(body)
+    assert info.value.field == "body"
+    assert info.value.status == 400
+
+
+def _response_body() -> dict[str, Any]:
+    return {"decision_id": "d-1",
+            "options": [{"id": "b", "probability": 0.25, "logit": -2.0, "tokens": 1},
+                        {"id": "a", "probability": 0.75, "logit": -1.0, "tokens": 2}],
+            "prompt": {"builder": "default/1", "prompt_tokens": 12, "cached_tokens": 4},
+            "model": {"name": "m", "sha256": "f" * 64, "kv_type": "f32", "vendor_field": 7}}
+
+
+def test_a_response_keeps_what_it_was_sent_and_always_says_its_version() -> None:
+    """Parsing keeps unknown model fields (evidence of identity); the JSON form always has semif_version."""
+    response = parse_response(_response_body())
+    body = response.to_json()
+    assert body["semif_version"] == "1"
+    assert body["model"]["vendor_field"] == 7
+    assert "token_ids" not in body["options"][0]
+    assert "text" not in body["prompt"]
+    assert [o.id for o in response.in_order(["a", "b"])] == ["a", "b"]
+
+
+@pytest.mark.parametrize("declared", [["a"], ["a", "b", "c"], ["a", "x"]])
+def test_a_response_for_other_options_is_refused(declared: list[str]) -> None:
+    """Options that are not exactly the declared ones are a ValueError (the sidecar's invalid_response)."""
+    with pytest.raises(ValueError, match="differ"):
+        parse_response(_response_body()).in_order(declared)
+
+
+@pytest.mark.parametrize("body", [[], "x", {"options": []}, {"decision_id": "d", "options": [{"id": "a"}]}])
+def test_what_is_not_a_response_is_a_value_error(body: Any) -> None:
+    """A body that is not a SemIf response raises ValueError (pydantic's ValidationError is one)."""
+    with pytest.raises(ValueError):
+        parse_response(body)

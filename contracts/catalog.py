@@ -1,8 +1,9 @@
 """The decision catalog: a YAML file declaring every decision type the sidecar mirrors.
 
 `load_catalog` validates it with pydantic and raises `CatalogError` naming the file and the field
-(``decision_types.tickets.sampling.rate: ...``). The reference is in ``docs/sidecar.md``; an example
-is ``shadow/examples/catalog.yaml``.
+(``decision_types.tickets.sampling.rate: ...``). The sidecar runs it; the pipelines read which options
+are high-consequence from it. The reference is in ``docs/sidecar.md``; an example is
+``shadow/examples/catalog.yaml``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from scorer.contract import format_loc
-from shadow.errors import CatalogError
+from contracts.errors import CatalogError
+from contracts.semif import Normalization, format_loc
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -82,7 +83,7 @@ class Scorer(_Strict):
     endpoint_url: str | None = Field(default=None, description="sagemaker: API URL override")
     region: str = "us-east-1"
     model: str | None = Field(default=None, description="chat: model name sent in the body")
-    normalization: Literal["none", "per_token", "per_char", "pmi"] = "none"
+    normalization: Normalization = "none"
     timeout_s: Annotated[float, Field(gt=0, le=300)] = 2.0
     deadline_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3

@@ -1,15 +1,8 @@
-"""Proxy mode: a byte-for-byte relay in front of the production router; the mirror watches from the side.
+"""One client connection of the relay and the upstream connection paired with it.
 
-Each client connection is paired with one upstream connection. Bytes are written on as they arrive, in
-both directions, before anything looks at them, so status, headers, body, chunking, streaming, 100-continue,
-pipelining and protocol upgrades (WebSocket, CONNECT) pass through unchanged. A `Framer` per direction
-follows the same bytes to find each request and its response; only when a response is complete, and
-after its last byte was written to the client, is the pair offered to the mirror. The mirror returns
-nothing: there is no code path from a proposal (which exists only later, in a worker) to a response.
-
-Where no upstream answer exists, the client gets what a reverse proxy sends: a JSON 502 when the upstream
-cannot be reached, a JSON 504 when it does not answer within ``SHADOW_UPSTREAM_READ_TIMEOUT_S`` (or
-the connection is closed when part of the answer was already sent).
+`Connection` writes bytes on as they arrive, frames a copy of each direction (`shadow.proxy.framing`)
+to pair every request with its response, and reports answered exchanges to the server's hooks. The two
+`asyncio.Protocol` sides only forward events to it.
 """
 
 from __future__ import annotations
@@ -17,57 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import socket
-import ssl
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, cast
+from urllib.parse import unquote
 
-from multidict import CIMultiDict
-
-from shadow.errors import BadGateway, GatewayTimeout, RequestError, ShadowError
-from shadow.http1 import Framer, Message
-from shadow.keys import METRICS, RUNTIMES
-from shadow.proxy_mirror import Exchange, mirror_exchange
+from shadow.errors import BadGateway, GatewayTimeout, RequestError
+from shadow.proxy.framing import Framer, Message
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-    from aiohttp import web
-
-    from shadow.metrics import Metrics
-    from shadow.settings import ShadowSettings
-
-log = logging.getLogger(__name__)
+    from shadow.proxy.relay import ProxyServer
 
 CONNECT_BUFFER = 1024 * 1024
 """Client bytes held while the upstream connection opens; reading pauses beyond this."""
-
-
-@dataclass(frozen=True, slots=True)
-class Upstream:
-    """Where proxy mode forwards to: ``http://host:port`` or ``https://host:port``."""
-
-    host: str
-    port: int
-    tls: bool
-
-    @classmethod
-    def parse(cls, url: str | None) -> Upstream:
-        """Read ``SHADOW_UPSTREAM_URL``; a path is refused, since request targets are forwarded unchanged."""
-        if not url:
-            raise ShadowError("proxy mode needs SHADOW_UPSTREAM_URL (e.g. http://127.0.0.1:8000)")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ShadowError(f"SHADOW_UPSTREAM_URL: expected http://host:port or https://host:port, "
-                              f"got {url!r}")
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ShadowError(f"SHADOW_UPSTREAM_URL: proxy mode forwards request targets unchanged, so the "
-                              f"URL takes no path or query (got {url!r})")
-        tls = parts.scheme == "https"
-        return cls(parts.hostname, parts.port or (443 if tls else 80), tls)
 
 
 def _error_response(error: RequestError) -> bytes:
@@ -79,130 +34,13 @@ def _error_response(error: RequestError) -> bytes:
     return head.encode("latin-1") + body
 
 
-@dataclass(frozen=True, slots=True)
-class ProxyConfig:
-    """What the relay needs (no secrets, no catalog: it runs in its own process in production)."""
-
-    upstream: Upstream
-    connect_timeout_s: float
-    read_timeout_s: float
-    keep_bytes: int
-    routes: frozenset[tuple[str, str]]
-    """(METHOD, path) pairs the catalog claims; only their exchanges are handed to the mirror."""
-
-    @classmethod
-    def from_settings(cls, settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
-        """The relay's part of the sidecar settings."""
-        return cls(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
-                   settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes)
-
-
-def catalog_routes(core: web.Application) -> frozenset[tuple[str, str]]:
-    """The (METHOD, path) routes the catalog's decision types claim in proxy mode."""
-    return frozenset((t.dtype.proxy.method.upper(), t.dtype.proxy.path)
-                     for t in core[RUNTIMES].types.values() if t.dtype.proxy is not None)
-
-
-class ProxyHooks(Protocol):
-    """Where the relay reports: answered requests, exchanges to mirror, exchanges it could not mirror."""
-
-    def answered(self, status: int) -> None:
-        """One response went to the client (or a 502/504 in place of one)."""
-
-    def exchange(self, request: Message, response: Message) -> None:
-        """A finished exchange on a claimed route, after its response's bytes were written."""
-
-    def unmirrored(self, reason: str, n: int = 1) -> None:
-        """Requests on a claimed route that will not be mirrored, and why."""
-
-
-class MirrorHooks:
-    """The hooks of an in-process relay: the sidecar's own metrics and mirror, on its own loop."""
-
-    def __init__(self, core: web.Application) -> None:
-        self.core = core
-        self.metrics: Metrics = core[METRICS]
-        self._classes = {c: self.metrics.proxy_requests.labels(f"{c}xx") for c in range(1, 6)}
-
-    def answered(self, status: int) -> None:
-        """Count it in ``shadow_proxy_requests_total``."""
-        counter = self._classes.get(status // 100)
-        if counter is not None:
-            counter.inc()
-
-    def exchange(self, request: Message, response: Message) -> None:
-        """Mirror it on the next loop turn, after the response's bytes were flushed."""
-        asyncio.get_running_loop().call_soon(mirror_messages, self.core, request, response)
-
-    def unmirrored(self, reason: str, n: int = 1) -> None:
-        """Count them in ``shadow_proxy_unmirrored_total``."""
-        self.metrics.proxy_unmirrored.labels(reason).inc(n)
-
-
-def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
-    """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
-    method, target, _ = request.start
-    path = request_path(target)
-    exchange = Exchange(method, path, CIMultiDict(request.headers), request.body, response.status,
-                        CIMultiDict(response.headers), response.body)
-    try:
-        mirror_exchange(core, exchange)
-    except Exception:
-        log.exception("mirroring %s %s failed", method, path)
-        core[METRICS].proxy_unmirrored.labels("internal_error").inc()
-
-
 def request_path(target: str) -> str:
     """The decoded path of a request target (``/a%20b?x=1`` -> ``/a b``)."""
     path = target.split("?", 1)[0]
     return unquote(path) if "%" in path else path
 
 
-class ProxyServer:
-    """Listens for the production traffic and relays it; reports to ``hooks``."""
-
-    def __init__(self, config: ProxyConfig, hooks: ProxyHooks) -> None:
-        self.config = config
-        self.hooks = hooks
-        self.ssl = ssl.create_default_context() if config.upstream.tls else None
-        self.connections: set[_Connection] = set()
-        self.all_closed = asyncio.Event()
-        self._server: asyncio.Server | None = None
-
-    async def start(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> int:
-        """Start listening (on ``host:port``, or on an already bound ``sock``); return the port."""
-        loop = asyncio.get_running_loop()
-        if sock is not None:
-            self._server = await loop.create_server(lambda: _ClientSide(_Connection(self)), sock=sock,
-                                                    backlog=1024)
-        else:
-            self._server = await loop.create_server(lambda: _ClientSide(_Connection(self)), host, port,
-                                                    backlog=1024, reuse_address=True)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def close(self, grace_s: float) -> None:
-        """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
-        if self._server is not None:
-            self._server.close()
-        for conn in list(self.connections):
-            conn.closing = True
-            if not conn.requests:
-                conn.close()
-        if self.connections:
-            self.all_closed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.all_closed.wait(), grace_s)
-        for conn in list(self.connections):
-            conn.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-
-    def claimed(self, request: Message) -> bool:
-        """Whether a catalog route claims this request."""
-        return (request.method.upper(), request_path(request.start[1])) in self.config.routes
-
-
-class _Connection:
+class Connection:
     """One client connection and the upstream connection paired with it."""
 
     def __init__(self, server: ProxyServer) -> None:
@@ -233,11 +71,13 @@ class _Connection:
     # client side -------------------------------------------------------------------------------------
 
     def client_connected(self, transport: asyncio.Transport) -> None:
+        """Pair the client's transport with this connection."""
         self.client = transport
         self.server.connections.add(self)
         _nodelay(transport)
 
     def client_data(self, data: bytes) -> None:
+        """Relay client bytes upstream (held while connecting); frame a copy."""
         if self.upstream is not None:
             self.upstream.write(data)
         else:
@@ -267,11 +107,13 @@ class _Connection:
             self._arm(self.server.config.read_timeout_s)
 
     def client_eof(self) -> None:
+        """The client half-closed: pass the EOF on."""
         self.eof_from_client = True
         if self.upstream is not None and self.upstream.can_write_eof():
             self.upstream.write_eof()
 
     def client_lost(self) -> None:
+        """The client is gone: close the upstream side."""
         self._frame_requests()  # what was relayed before the client left is still paired and mirrored
         self._frame_responses()
         self.gone = True
@@ -317,6 +159,7 @@ class _Connection:
             self.upstream.write_eof()
 
     def upstream_data(self, data: bytes) -> None:
+        """Relay upstream bytes to the client; frame a copy."""
         client = self.client
         if client is None:
             return
@@ -337,6 +180,7 @@ class _Connection:
             self._unmirrored(framer.off)
 
     def upstream_lost(self) -> None:
+        """The upstream is gone: fail or close the client side."""
         self._frame_requests()
         self._frame_responses()
         self.responses_framer.eof()
@@ -406,10 +250,12 @@ class _Connection:
         self._fail(GatewayTimeout(f"upstream sent nothing for {limit:g} s"))
 
     def close(self) -> None:
+        """Close both sides after pending writes."""
         if self.client is not None:
             self.client.close()
 
     def abort(self) -> None:
+        """Close both sides now."""
         if self.client is not None:
             self.client.abort()
         if self.upstream is not None:
@@ -426,7 +272,7 @@ def _nodelay(transport: asyncio.BaseTransport) -> None:
 class _Side(asyncio.Protocol):
     """One of the pair's two connections; when its writes back up, the other side stops reading."""
 
-    def __init__(self, conn: _Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def peer(self) -> asyncio.Transport | None:
@@ -444,7 +290,7 @@ class _Side(asyncio.Protocol):
             peer.resume_reading()
 
 
-class _ClientSide(_Side):
+class ClientSide(_Side):
     """The production client's connection."""
 
     def peer(self) -> asyncio.Transport | None:
@@ -452,16 +298,20 @@ class _ClientSide(_Side):
         return self.conn.upstream
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """The client connected."""
         self.conn.client_connected(cast("asyncio.Transport", transport))
 
     def data_received(self, data: bytes) -> None:
+        """Client bytes arrived."""
         self.conn.client_data(data)
 
     def eof_received(self) -> bool:
+        """The client half-closed (keep the transport open)."""
         self.conn.client_eof()
         return True  # keep the connection open to send the answers
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
+        """The client connection closed."""
         self.conn.client_lost()
 
 
@@ -481,15 +331,4 @@ class _UpstreamSide(_Side):
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         self.conn.upstream_lost()
 
-
-@contextlib.asynccontextmanager
-async def running_proxy(settings: ShadowSettings, core: web.Application,
-                        port: int | None = None) -> AsyncIterator[str]:
-    """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
-    server = ProxyServer(ProxyConfig.from_settings(settings, catalog_routes(core)), MirrorHooks(core))
-    bound = await server.start(settings.host, port if port is not None else settings.proxy_port or 0)
-    try:
-        yield f"http://{settings.host}:{bound}"
-    finally:
-        await server.close(settings.shutdown_grace_s)
 

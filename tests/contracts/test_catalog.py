@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from shadow.catalog import load_catalog, parse_catalog
-from shadow.cli import main
-from shadow.errors import CatalogError
+from contracts.catalog import load_catalog, parse_catalog
+from contracts.errors import CatalogError
+from semif_shadow.cli import main
 from tests.shadow.conftest import ticket_type, write_catalog
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def test_runtime_checks_name_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
 
     A type that hashes fields without SHADOW_REDACTION_KEY, or whose bearer-token variable is unset.
     """
-    from shadow.runtime import build_runtimes  # noqa: PLC0415
+    from shadow.live_catalog import build_runtimes  # noqa: PLC0415
 
     hashing = parse_catalog(_broken(lambda _: None))
     with pytest.raises(CatalogError, match=r"decision_types\.tickets\.state\.hash: needs SHADOW_REDACTION"):

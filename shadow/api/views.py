@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from shadow import payloads
+from shadow.api import payloads
 from shadow.errors import RequestError, StoreUnavailable, Unauthorized
 from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
 
 if TYPE_CHECKING:
-    from shadow.runtime import DecisionRuntime
+    from shadow.live_catalog import DecisionRuntime
 
 
 def _runtime(request: web.Request, name: str, field: str) -> DecisionRuntime:

@@ -1,7 +1,7 @@
 """Proxy mode's relay in its own process: production traffic never waits behind the mirror's work.
 
-    sidecar process (core)                          relay process (python -m shadow.proxy_process)
-      binds the proxy port  -- listening fd ------>   serves it: ProxyServer (shadow.proxy)
+    sidecar process (core)                          relay process (python -m shadow.proxy.main)
+      binds the proxy port  -- listening fd ------>   serves it: ProxyServer (relay.py)
       ProxyChannel (Unix socket)  <-- frames ------   ChannelHooks: finished exchanges on claimed
       mirror_messages(...) -> Mirror.offer             routes, counters every 0.5 s, "ready"
       ProxyProcess: spawns, restarts, stops it
@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import gc
 import json
 import logging
 import shutil
-import signal
 import socket
-import struct
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shadow.http1 import Message
+from shadow.errors import ShadowError
 from shadow.keys import METRICS
-from shadow.proxy import ProxyConfig, ProxyServer, Upstream, catalog_routes, mirror_messages
+from shadow.proxy.channel import FRAME, decode_exchange
+from shadow.proxy.extract import MirrorHooks, catalog_routes, mirror_messages
+from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from aiohttp import web
 
     from shadow.metrics import Metrics
@@ -46,154 +46,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FRAME = struct.Struct("!cI")
-BLOBS = struct.Struct("!IIII")
-NONE = 0xFFFFFFFF
-COUNTERS_EVERY_S = 0.5
 READY_TIMEOUT_S = 30.0
+RELAY_MODULE = "shadow.proxy.main"
 
 
-# frames ------------------------------------------------------------------------------------------------
-
-def encode_head(message: Message) -> bytes:
-    """The start line and headers as CRLF-separated lines."""
-    lines = [" ".join(message.start)]
-    lines.extend(f"{name}: {value}" for name, value in message.headers)
-    return "\r\n".join(lines).encode("latin-1")
+def relay_config(settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
+    """The relay's part of the sidecar settings (no secret, no catalog: only the claimed routes)."""
+    return ProxyConfig(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
+                       settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes)
 
 
-def decode_head(data: bytes, body: bytes | None) -> Message:
-    """The inverse of `encode_head`, with the body."""
-    lines = data.decode("latin-1").split("\r\n")
-    start = lines[0].split(" ", 2)
-    headers = [(name, value) for name, _, value in (line.partition(": ") for line in lines[1:])]
-    return Message((start[0], start[1], start[2] if len(start) > 2 else ""), headers, body, complete=True)
-
-
-def encode_exchange(request: Message, response: Message) -> bytes:
-    """One ``X`` frame."""
-    blobs = [encode_head(request), request.body, encode_head(response), response.body]
-    sizes = [NONE if b is None else len(b) for b in blobs]
-    payload = b"".join([BLOBS.pack(*sizes), *(b for b in blobs if b)])
-    return FRAME.pack(b"X", len(payload)) + payload
-
-
-def decode_exchange(payload: bytes) -> tuple[Message, Message]:
-    """The inverse of `encode_exchange` (without the frame header)."""
-    sizes = BLOBS.unpack_from(payload)
-    pos = BLOBS.size
-    blobs: list[bytes | None] = []
-    for size in sizes:
-        if size == NONE:
-            blobs.append(None)
-            continue
-        blobs.append(payload[pos:pos + size])
-        pos += size
-    req_head, req_body, resp_head, resp_body = blobs
-    return decode_head(req_head or b"", req_body), decode_head(resp_head or b"", resp_body)
-
-
-def encode_json(kind: bytes, value: object) -> bytes:
-    """A ``C`` or ``R`` frame."""
-    payload = json.dumps(value).encode()
-    return FRAME.pack(kind, len(payload)) + payload
-
-
-# relay side ------------------------------------------------------------------------------------------
-
-class ChannelHooks:
-    """The relay's `ProxyHooks`: exchanges and counters go to the sidecar over the channel."""
-
-    def __init__(self, transport: asyncio.Transport, limit: int) -> None:
-        self.transport = transport
-        self.limit = limit
-        self.answered_by_class: dict[str, int] = {}
-        self.unmirrored_by_reason: dict[str, int] = {}
-
-    def answered(self, status: int) -> None:
-        """Counted here, sent with the next counters frame."""
-        key = f"{status // 100}xx"
-        self.answered_by_class[key] = self.answered_by_class.get(key, 0) + 1
-
-    def exchange(self, request: Message, response: Message) -> None:
-        """One ``X`` frame, unless the channel is gone or its unsent bytes are over the limit."""
-        if self.transport.is_closing():
-            self.unmirrored("sidecar_unavailable")
-        elif self.transport.get_write_buffer_size() > self.limit:
-            self.unmirrored("handoff_full")
-        else:
-            self.transport.write(encode_exchange(request, response))
-
-    def unmirrored(self, reason: str, n: int = 1) -> None:
-        """Counted here, sent with the next counters frame."""
-        self.unmirrored_by_reason[reason] = self.unmirrored_by_reason.get(reason, 0) + n
-
-    def send_counters(self) -> None:
-        """One ``C`` frame with every counter so far."""
-        if not self.transport.is_closing():
-            self.transport.write(encode_json(b"C", {"answered": self.answered_by_class,
-                                                    "unmirrored": self.unmirrored_by_reason}))
-
-
-class _ChannelClient(asyncio.Protocol):
-    def __init__(self) -> None:
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-
-def _die_with_parent() -> None:
-    """SIGTERM this process when the sidecar that started it dies (Linux; elsewhere a no-op)."""
-    with contextlib.suppress(OSError, AttributeError):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-async def relay_main(spec: dict[str, Any]) -> None:
-    """Serve the inherited listening socket until SIGTERM, reporting over the channel."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    transport, channel = await loop.create_unix_connection(_ChannelClient, spec["channel"])
-    hooks = ChannelHooks(transport, spec["handoff_bytes"])
-    config = ProxyConfig(Upstream(**spec["upstream"]), spec["connect_timeout_s"], spec["read_timeout_s"],
-                         spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]))
-    server = ProxyServer(config, hooks)
-    port = await server.start(sock=socket.socket(fileno=spec["fd"]))
-    gc.collect()
-    gc.freeze()  # start-up objects never walked again by a collection (docs/performance.md, Sidecar)
-    transport.write(encode_json(b"R", {"port": port}))
-    stopped: asyncio.Future[Any] = asyncio.create_task(stop.wait())
-    waits: set[asyncio.Future[Any]] = {stopped, channel.closed}
-    while not stop.is_set():  # also stop when the sidecar closes the channel
-        await asyncio.wait(waits, timeout=COUNTERS_EVERY_S,
-                           return_when=asyncio.FIRST_COMPLETED)
-        hooks.send_counters()
-        if channel.closed.done():
-            break
-    await server.close(spec["grace_s"])
-    hooks.send_counters()
-    transport.close()
-    await channel.closed
-    stopped.cancel()
-
-
-def main() -> None:
-    """``python -m shadow.proxy_process SPEC_JSON``: started by `ProxyProcess`, not by hand."""
-    _die_with_parent()
-    spec = json.loads(sys.argv[1])
-    try:
-        import uvloop  # noqa: PLC0415  (optional: faster loop)
-
-        uvloop.run(relay_main(spec))
-    except ImportError:
-        asyncio.run(relay_main(spec))
-
-
-# sidecar side --------------------------------------------------------------------------------------
 
 class _ChannelReader(asyncio.Protocol):
     """Reads one relay's frames and applies them: exchanges to the mirror, counters to /metrics."""
@@ -240,7 +102,7 @@ class ProxyProcess:
         self.settings = settings
         self.core = core
         self.metrics: Metrics = core[METRICS]
-        self.config = ProxyConfig.from_settings(settings, catalog_routes(core))
+        self.config = relay_config(settings, catalog_routes(core))
         self.sock: socket.socket | None = None
         self.folder: Path | None = None
         self.channel: asyncio.Server | None = None
@@ -277,7 +139,7 @@ class ProxyProcess:
         assert self.sock is not None
         self.ready = asyncio.get_running_loop().create_future()
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "shadow.proxy_process", json.dumps(self._spec()),
+            sys.executable, "-m", RELAY_MODULE, json.dumps(self._spec()),
             pass_fds=(self.sock.fileno(),), stdin=asyncio.subprocess.DEVNULL)
         exited = asyncio.create_task(self.proc.wait())
         done, _ = await asyncio.wait([self.ready, exited], timeout=READY_TIMEOUT_S,
@@ -287,8 +149,6 @@ class ProxyProcess:
             if self.proc.returncode is None:
                 self.proc.kill()
                 await self.proc.wait()
-            from shadow.errors import ShadowError  # noqa: PLC0415
-
             raise ShadowError(f"the proxy relay did not start (exit code {self.proc.returncode})")
         exited.cancel()
 
@@ -355,5 +215,15 @@ async def running_proxy_process(settings: ShadowSettings, core: web.Application)
         await proxy.stop()
 
 
-if __name__ == "__main__":
-    main()
+
+@contextlib.asynccontextmanager
+async def running_proxy(settings: ShadowSettings, core: web.Application,
+                        port: int | None = None) -> AsyncIterator[str]:
+    """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
+    server = ProxyServer(relay_config(settings, catalog_routes(core)), MirrorHooks(core))
+    bound = await server.start(settings.host, port if port is not None else settings.proxy_port or 0)
+    try:
+        yield f"http://{settings.host}:{bound}"
+    finally:
+        await server.close(settings.shutdown_grace_s)
+

@@ -1,16 +1,24 @@
 """What proxy mode mirrors: the decision type, id, state and outcome of one finished exchange.
 
-Read as the catalog's ``proxy`` block says. Synchronous and in memory: `Mirror.offer` only queues.
+Read as the catalog's ``proxy`` block says. Synchronous and in memory: `Mirror.offer` only queues. This
+is the sidecar's side of the proxy (it holds the catalog and the mirror); the relay never imports it.
+`MirrorHooks` are the hooks of an in-process relay; the relay process's exchanges arrive through the
+supervisor and `mirror_messages` alike.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from multidict import CIMultiDict
+
 from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
+from shadow.proxy.connection import request_path
 from shadow.state import get_path
 
 if TYPE_CHECKING:
@@ -18,9 +26,13 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
-    from shadow.catalog import Extract
-    from shadow.runtime import DecisionRuntime
+    from contracts.catalog import Extract
+    from shadow.live_catalog import DecisionRuntime
+    from shadow.metrics import Metrics
+    from shadow.proxy.framing import Message
 
+
+log = logging.getLogger(__name__)
 
 STOPPED = frozenset({"kill_switch", "experiment_ended", "shutdown"})  # no outcome rows either
 
@@ -113,4 +125,48 @@ def _record_outcome(core: web.Application, rt: DecisionRuntime, decision_id: str
         core[METRICS].proxy_unmirrored.labels("outcome_not_an_option").inc()
         return
     core[RECORDER].outcome_later({"decision_id": decision_id, "decision_type": rt.name, "outcome": outcome,
-                                  "outcome_at": datetime.now(UTC), "source": "proxy"})
+                                  "outcome_at": datetime.now(UTC), "source": "proxy", "in_options": True})
+
+
+def catalog_routes(core: web.Application) -> frozenset[tuple[str, str]]:
+    """The (METHOD, path) routes the catalog's decision types claim in proxy mode."""
+    return frozenset((t.dtype.proxy.method.upper(), t.dtype.proxy.path)
+                     for t in core[RUNTIMES].types.values() if t.dtype.proxy is not None)
+
+
+class MirrorHooks:
+    """The hooks of an in-process relay: the sidecar's own metrics and mirror, on its own loop."""
+
+    def __init__(self, core: web.Application) -> None:
+        self.core = core
+        self.metrics: Metrics = core[METRICS]
+        self._classes = {c: self.metrics.proxy_requests.labels(f"{c}xx") for c in range(1, 6)}
+
+    def answered(self, status: int) -> None:
+        """Count it in ``shadow_proxy_requests_total``."""
+        counter = self._classes.get(status // 100)
+        if counter is not None:
+            counter.inc()
+
+    def exchange(self, request: Message, response: Message) -> None:
+        """Mirror it on the next loop turn, after the response's bytes were flushed."""
+        asyncio.get_running_loop().call_soon(mirror_messages, self.core, request, response)
+
+    def unmirrored(self, reason: str, n: int = 1) -> None:
+        """Count them in ``shadow_proxy_unmirrored_total``."""
+        self.metrics.proxy_unmirrored.labels(reason).inc(n)
+
+
+def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
+    """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
+    method, target, _ = request.start
+    path = request_path(target)
+    exchange = Exchange(method, path, CIMultiDict(request.headers), request.body, response.status,
+                        CIMultiDict(response.headers), response.body)
+    try:
+        mirror_exchange(core, exchange)
+    except Exception:
+        log.exception("mirroring %s %s failed", method, path)
+        core[METRICS].proxy_unmirrored.labels("internal_error").inc()
+
+

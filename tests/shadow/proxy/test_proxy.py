@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 
 from shadow.errors import ShadowError
-from shadow.proxy import Upstream, running_proxy
-from shadow.proxy_process import ProxyProcess, running_proxy_process
+from shadow.proxy.relay import Upstream
+from shadow.proxy.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from tests.shadow.conftest import (
     free_port,
     read_rows,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shadow.http1 import Framer, Message
+from shadow.proxy.framing import Framer, Message
 
 REQUESTS = (b"POST /route?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
             b"\r\n"  # an empty line between messages is allowed

@@ -1,7 +1,9 @@
-"""SemIf v1 on the wire: the request schema, its validation, and the response shape.
+"""SemIf v1 on the wire: the request schema and its validation, and the response models.
 
-`parse_request` is the one entry point: it takes decoded JSON and returns a `ScoreRequest`, or raises
-`InvalidRequest` naming the offending field (``options[2].id``), so every edge answers the same 400.
+`parse_request` is the one entry point for requests: it takes decoded JSON and returns a `ScoreRequest`,
+or raises `InvalidRequest` naming the offending field (``options[2].id``), so every edge answers the same
+400. The scorer builds a `ScoreResponse`; every backend of the sidecar parses one with
+`parse_response`. The document is ``docs/semif.md``.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from scorer.errors import InvalidRequest
+from contracts.errors import InvalidRequest
 
+SEMIF_VERSION = "1"
 MAX_OPTIONS = 256
 MIN_OPTIONS = 2
 MAX_DECISION_ID = 128
@@ -101,11 +104,17 @@ def parse_request(payload: Any) -> ScoreRequest:
 
 def parse_request_bytes(body: bytes) -> ScoreRequest:
     """Decode a JSON body and validate it (bad JSON is a 400 like any schema violation)."""
+    return parse_request(decode_json(body))
+
+
+def decode_json(body: bytes) -> Any:
+    """Decode a JSON body; bad JSON, bad UTF-8 and nesting deeper than Python can follow are one 400."""
     try:
-        payload = json.loads(body)
+        return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequest(f"body is not valid JSON: {exc}", field="body") from exc
-    return parse_request(payload)
+    except RecursionError as exc:
+        raise InvalidRequest("body is nested too deeply", field="body") from exc
 
 
 def _to_invalid_request(exc: ValidationError) -> InvalidRequest:
@@ -131,3 +140,89 @@ def format_loc(loc: tuple[int | str, ...]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+# -- the response ---------------------------------------------------------------------------------
+
+
+class _Open(BaseModel):
+    """A response part: known fields typed, unknown ones kept (another server's extras are evidence)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class OptionScore(_Open):
+    """One option's score, in request order."""
+
+    id: str
+    probability: float
+    logit: float
+    tokens: int | None = None
+    token_ids: list[int] | None = None
+
+
+class PromptInfo(_Open):
+    """What was scored: the prompt builder and template, token counts, segments, truncation."""
+
+    builder: str | None = None
+    template_sha256: str | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int | None = None
+    segments: list[int] | None = None
+    truncated: bool = False
+    state_tokens_dropped: int = 0
+    text: str | None = None
+
+
+class ModelInfo(_Open):
+    """The pinned model identity: everything that changes a score (a change is a different model)."""
+
+    name: str | None = None
+    file: str | None = None
+    sha256: str | None = None
+    quantization: str | None = None
+    architecture: str | None = None
+    runtime: str | None = None
+    runtime_version: str | None = None
+    bindings_version: str | None = None
+    device: str | None = None
+    n_gpu_layers: int | None = None
+    n_threads: int | None = None
+    n_ctx: int | None = None
+    n_batch: int | None = None
+    flash_attn: bool | None = None
+    kv_type: str | None = None
+    segmentation: str | None = None
+    image_digest: str | None = None
+    instance_type: str | None = None
+
+
+class ScoreResponse(_Open):
+    """A SemIf v1 response (200)."""
+
+    semif_version: str = SEMIF_VERSION
+    decision_id: str
+    options: list[OptionScore]
+    prompt: PromptInfo = PromptInfo()
+    model: ModelInfo = ModelInfo()
+    timing_ms: dict[str, float] = Field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The response body as sent: fields never set (``token_ids``, ``text``) are left out."""
+        return {"semif_version": self.semif_version, **self.model_dump(mode="json", exclude_unset=True)}
+
+    def in_order(self, option_ids: list[str]) -> list[OptionScore]:
+        """The option scores in ``option_ids``' order; `ValueError` unless the ids are exactly those."""
+        by_id = {o.id: o for o in self.options}
+        if len(by_id) != len(self.options) or sorted(by_id) != sorted(option_ids):
+            raise ValueError("response options differ from the declared options")
+        return [by_id[i] for i in option_ids]
+
+
+def parse_response(body: Any) -> ScoreResponse:
+    """Validate decoded JSON as a SemIf response; `ValueError` (pydantic's) when it is not one."""
+    if isinstance(body, ScoreResponse):
+        return body
+    if not isinstance(body, dict):
+        raise ValueError("a SemIf response is a JSON object")  # noqa: TRY004  (callers catch ValueError, as for pydantic's)
+    return ScoreResponse.model_validate(body)

@@ -13,9 +13,9 @@ from shadow.sampling import RateCap, SpendGuard
 from shadow.state import StateRules
 
 if TYPE_CHECKING:
+    from contracts.catalog import Catalog, DecisionType
     from scorer.settings import ScorerSettings
     from shadow.backends.base import Backend
-    from shadow.catalog import Catalog, DecisionType
 
 
 @dataclass(slots=True)

@@ -1,0 +1,7 @@
+"""The mirror API: ``POST /v1/decisions``, ``POST /v1/outcomes``, ``GET /metrics``, ``GET /healthz``.
+
+routes.py       the route table
+views.py        the handlers: validate, authorize, offer to the mirror or record the outcome
+payloads.py     the request bodies (pydantic), errors naming the field
+middlewares.py  one error middleware: `RequestError` as its JSON wire form, a 500 logged as a bug
+"""

@@ -1,0 +1,128 @@
+"""The relay: listens for production traffic and relays it byte for byte to the upstream.
+
+Each client connection is paired with one upstream connection (`shadow.proxy.connection`). Bytes are
+written on as they arrive, in both directions, before anything looks at them, so status, headers, body,
+chunking, streaming, 100-continue, pipelining and protocol upgrades (WebSocket, CONNECT) pass through
+unchanged. A `Framer` per direction follows the same bytes to find each request and its response; only
+when a response is complete, and after its last byte was written to the client, is the pair handed to
+the `ProxyHooks`. Nothing comes back: there is no code path from a proposal to a response.
+
+Where no upstream answer exists, the client gets what a reverse proxy sends: a JSON 502 when the upstream
+cannot be reached, a JSON 504 when it does not answer within ``SHADOW_UPSTREAM_READ_TIMEOUT_S`` (or the
+connection is closed when part of the answer was already sent).
+
+This module runs in the relay process: it imports framing and errors, never the catalog, the mirror or
+the record store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
+
+from shadow.errors import ShadowError
+from shadow.proxy.connection import ClientSide, Connection, request_path
+
+if TYPE_CHECKING:
+    import socket
+
+    from shadow.proxy.framing import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where proxy mode forwards to: ``http://host:port`` or ``https://host:port``."""
+
+    host: str
+    port: int
+    tls: bool
+
+    @classmethod
+    def parse(cls, url: str | None) -> Upstream:
+        """Read ``SHADOW_UPSTREAM_URL``; a path is refused, since request targets are forwarded unchanged."""
+        if not url:
+            raise ShadowError("proxy mode needs SHADOW_UPSTREAM_URL (e.g. http://127.0.0.1:8000)")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ShadowError(f"SHADOW_UPSTREAM_URL: expected http://host:port or https://host:port, "
+                              f"got {url!r}")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ShadowError(f"SHADOW_UPSTREAM_URL: proxy mode forwards request targets unchanged, so the "
+                              f"URL takes no path or query (got {url!r})")
+        tls = parts.scheme == "https"
+        return cls(parts.hostname, parts.port or (443 if tls else 80), tls)
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyConfig:
+    """What the relay needs (no secrets, no catalog: it runs in its own process in production)."""
+
+    upstream: Upstream
+    connect_timeout_s: float
+    read_timeout_s: float
+    keep_bytes: int
+    routes: frozenset[tuple[str, str]]
+    """(METHOD, path) pairs the catalog claims; only their exchanges are handed to the mirror."""
+
+
+class ProxyHooks(Protocol):
+    """Where the relay reports: answered requests, exchanges to mirror, exchanges it could not mirror."""
+
+    def answered(self, status: int) -> None:
+        """One response went to the client (or a 502/504 in place of one)."""
+
+    def exchange(self, request: Message, response: Message) -> None:
+        """A finished exchange on a claimed route, after its response's bytes were written."""
+
+    def unmirrored(self, reason: str, n: int = 1) -> None:
+        """Requests on a claimed route that will not be mirrored, and why."""
+
+
+class ProxyServer:
+    """Listens for the production traffic and relays it; reports to ``hooks``."""
+
+    def __init__(self, config: ProxyConfig, hooks: ProxyHooks) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.ssl = ssl.create_default_context() if config.upstream.tls else None
+        self.connections: set[Connection] = set()
+        self.all_closed = asyncio.Event()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> int:
+        """Start listening (on ``host:port``, or on an already bound ``sock``); return the port."""
+        loop = asyncio.get_running_loop()
+        if sock is not None:
+            self._server = await loop.create_server(lambda: ClientSide(Connection(self)), sock=sock,
+                                                    backlog=1024)
+        else:
+            self._server = await loop.create_server(lambda: ClientSide(Connection(self)), host, port,
+                                                    backlog=1024, reuse_address=True)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self, grace_s: float) -> None:
+        """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.closing = True
+            if not conn.requests:
+                conn.close()
+        if self.connections:
+            self.all_closed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.all_closed.wait(), grace_s)
+        for conn in list(self.connections):
+            conn.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def claimed(self, request: Message) -> bool:
+        """Whether a catalog route claims this request."""
+        return (request.method.upper(), request_path(request.start[1])) in self.config.routes
+
+
