@@ -69,13 +69,15 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("confidence_min confidence_max mean_confidence accuracy", REAL),
         ("decisions", COUNT), ("sum_confidence", REAL), ("correct", COUNT),
     ],
-    "ece_bootstrap": [*SCOPE_NO_WEEK, ("reps", COUNT), *columns("ece_low ece_high", REAL)],
+    "ece_bootstrap": [
+        *SCOPE_NO_WEEK, ("reps", COUNT), *columns("ece_debiased ece_low ece_high", REAL),
+    ],
     "classwise_calibration": [
         *SCOPE, ("option_id", TEXT), ("decisions", COUNT), *columns("ece mce prevalence", REAL),
     ],
     "calibration": [
         *SCOPE, ("labelled", COUNT), ("label_rate", REAL),
-        *columns("ece ece_low ece_high mce", REAL), ("bins", COUNT),
+        *columns("ece ece_debiased ece_low ece_high mce", REAL), ("bins", COUNT),
         *columns("classwise_ece brier brier_baseline log_loss log_loss_baseline", REAL),
         ("outside_options", COUNT),
     ],
