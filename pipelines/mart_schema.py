@@ -84,8 +84,10 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     "drift_confidence": [*SCOPE_NO_WEEK, ("confidence_psi", REAL), ("reference_weeks", COUNT)],
     "drift_mix": [*SCOPE_NO_WEEK, *columns("proposal_mix_psi outcome_mix_psi", REAL)],
     "drift": [
-        *SCOPE, ("labelled", COUNT), *columns("label_rate ece reference_ece_mean reference_ece_sd", REAL),
-        ("reference_ece_weeks", COUNT), ("ece_alert_above", REAL), ("ece_alert", FLAG),
+        *SCOPE, ("labelled", COUNT),
+        *columns("label_rate ece ece_low reference_ece_mean reference_ece_sd", REAL),
+        ("reference_ece_weeks", COUNT), *columns("reference_ece_high ece_alert_above", REAL),
+        ("ece_alert", FLAG),
         ("confidence_psi", REAL), ("confidence_psi_band", TEXT),
         *columns("proposal_mix_psi outcome_mix_psi", REAL), ("mix_psi_band", TEXT),
     ],
