@@ -2,10 +2,11 @@
 
 Same inputs (every proposals and outcomes file of the window), same metrics and conventions as the DuckDB
 models: funnel and reasons, confusion, per-option precision/recall, accuracy, kappa and baselines, severe
-errors, top-label ECE (15 equal-mass bins) with the block bootstrap, MCE, classwise ECE, Brier, log-loss,
-reliability rows, confidence and mix PSI with the ECE alert, per-option Clopper-Pearson thresholds, the
-risk-coverage curve, selective coverage, latency percentiles and cost. Vectorized: loops run over groups
-(decision type x week x model, about 30) and options, never over rows. Results are written as Parquet.
+errors, top-label ECE (15 equal-mass bins), the debiased ECE with its block-bootstrap interval, MCE,
+classwise ECE, Brier, log-loss, reliability rows, confidence and mix PSI with the ECE alert, per-option
+Clopper-Pearson thresholds, the risk-coverage curve, selective coverage, latency percentiles and cost.
+Vectorized: loops run over groups (decision type x week x model, about 30) and options, never over rows.
+Results are written as Parquet.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-from scipy.special import betaincinv
+from scipy.special import betaincinv, erf
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from contracts.records import OUTCOMES, PROPOSALS
@@ -141,24 +142,45 @@ def agreement(group: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def debiased_ece(n: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kumar et al.'s debiased ECE and the unbiased squared calibration error from bin sums (..., BINS)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc, gap = correct / n, (conf - correct) / n
+        var = np.where(n > 1, acc * (1 - acc) / (n - 1), 0.0)
+        sd, size = np.sqrt(var), np.abs(gap)
+        z = size / sd
+        spread = size * erf(z / math.sqrt(2)) + sd * math.sqrt(2 / math.pi) * np.exp(-z * z / 2)
+        folded = np.where(sd > 0, spread, size)
+        terms = np.where(n > 0, n * (2 * size - folded), 0.0)
+        squares = np.where(n > 0, n * (gap * gap - var), 0.0)
+    total = n.sum(axis=-1)
+    return np.maximum(0.0, terms.sum(axis=-1) / total), squares.sum(axis=-1) / total
+
+
 def equal_mass_ece(conf: np.ndarray, correct: np.ndarray, block: np.ndarray) -> dict[str, float]:
-    """ECE, MCE and the block-bootstrap interval on 15 equal-mass bins (bins held fixed)."""
+    """ECE, MCE, the debiased ECE and its block-bootstrap interval on 15 equal-mass bins (bins held fixed)."""
     edges = np.percentile(conf, np.linspace(0, 100, BINS + 1))[1:-1]
     ids = np.searchsorted(edges, conf)
     n = np.bincount(ids, minlength=BINS)
     gap = np.bincount(ids, conf, BINS) - np.bincount(ids, correct, BINS)
     cell = ids * BLOCKS + block
-    stats_n = np.bincount(cell, minlength=BINS * BLOCKS).reshape(BINS, BLOCKS)
-    stats_gap = np.bincount(cell, conf - correct, BINS * BLOCKS).reshape(BINS, BLOCKS)
+    per_block = [
+        np.bincount(cell, values, BINS * BLOCKS).reshape(BINS, BLOCKS)
+        for values in (np.ones(conf.size), conf, correct)
+    ]
     draws = np.random.default_rng(0).integers(0, BLOCKS, (REPS, BLOCKS))
     weights = np.apply_along_axis(np.bincount, 1, draws, minlength=BLOCKS)
-    reps = np.abs(weights @ stats_gap.T).sum(axis=1) / (weights @ stats_n.T).sum(axis=1)
+    eces, squares = debiased_ece(*(weights @ sums.T for sums in per_block))
+    estimate, square = debiased_ece(*(sums.sum(axis=1) for sums in per_block))
+    lo, hi = np.percentile(eces, [2.5, 97.5]) - eces.mean()
+    calibrated = square + np.percentile(squares, 2.5) - squares.mean() <= 0
     mask = n > 0
     return {
         "ece": float(np.abs(gap).sum() / conf.size),
         "mce": float((np.abs(gap[mask]) / n[mask]).max()),
-        "ece_low": float(np.percentile(reps, 2.5)),
-        "ece_high": float(np.percentile(reps, 97.5)),
+        "ece_debiased": float(estimate),
+        "ece_low": 0.0 if calibrated else float(max(0.0, min(estimate, estimate + lo))),
+        "ece_high": float(max(estimate, estimate + hi)),
     }
 
 
@@ -236,14 +258,17 @@ def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
                 .value_counts(normalize=True)
                 .reindex(mix_c.index.union(grp.proposal[ref].unique()), fill_value=0)
             )
-            eces = calib[
+            reference = calib[
                 (calib.decision_type == decision_type)
                 & (calib.model_key == model_key)
                 & calib.week.isin(weeks[max(0, i - 4) : i])
-            ].ece
+            ]
+            eces = reference.ece
             now = calib[
                 (calib.decision_type == decision_type) & (calib.model_key == model_key) & (calib.week == w)
-            ].ece
+            ]
+            above = (now.ece_low > reference.ece_high.max()).any()
+            spread = len(eces) < 3 or (now.ece > eces.mean() + 3 * eces.std()).any()
             rows.append(
                 {
                     "decision_type": decision_type,
@@ -253,7 +278,7 @@ def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
                     "proposal_mix_psi": psi(
                         mix_c.reindex(mix_r.index, fill_value=0).to_numpy(), mix_r.to_numpy()
                     ),
-                    "ece_alert": bool(len(eces) >= 3 and (now > eces.mean() + 3 * eces.std()).any()),
+                    "ece_alert": bool(above and spread),
                 }
             )
     return pd.DataFrame(rows)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipelines.mart_schema import check_marts
 from pipelines.sqlmodels import mart_names, quote_ident
 from pipelines.weeks import Window, week_label
 
@@ -123,7 +124,8 @@ def write_week_files(out: Path, tables: dict[str, pa.Table], mondays: list[dt.da
 def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> dict[str, int]:
     """Write every mart for every target week; rows per mart.
 
-    The marts' target weeks are read once; the Parquet files are written on a second thread while the
+    The marts' target weeks are read once and checked against their declared schema (``mart_schema.py``:
+    nothing is written when one differs); the Parquet files are written on a second thread while the
     DuckDB file takes them in one transaction, committed only once every Parquet file is in place (each
     file is renamed over the old one as it is done, so a failed run can leave some weeks' files new and
     the DuckDB file as it was, never a torn file).
@@ -131,6 +133,7 @@ def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> di
     out.mkdir(parents=True, exist_ok=True)
     mondays = window.targets()
     tables = {mart: mart_rows(con, mart, window) for mart in mart_names()}
+    check_marts(tables.items())  # before anything is written: a mart off its declared types is a bug
     db = duckdb.connect(str(out / DATABASE_FILE))
     try:
         db.execute("set TimeZone = 'UTC'")

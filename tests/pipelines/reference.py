@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
+from scipy.stats import foldnorm
 
 from contracts.records import OUTCOMES, PROPOSALS
 
@@ -86,6 +87,37 @@ def top_label_ece(confidence: np.ndarray, correct: np.ndarray, bins: int) -> flo
         ids, weights=correct, minlength=bins
     )
     return float(np.abs(gap).sum() / confidence.size)
+
+
+def bin_sums(ids: np.ndarray, confidence: np.ndarray, correct: np.ndarray, bins: int) -> np.ndarray:
+    """Per bin: decisions, sum of confidences, correct (three rows of a (3, bins) array)."""
+    return np.vstack([
+        np.bincount(ids, minlength=bins),
+        np.bincount(ids, weights=confidence, minlength=bins),
+        np.bincount(ids, weights=correct, minlength=bins),
+    ])
+
+
+def debiased_ece(sums: np.ndarray) -> float:
+    """Kumar et al. 2019's normal-debiased ECE from bin sums: sum n (2|g| - E|N(g, s^2)|) / N, floored at 0.
+
+    E|N(g, s^2)| is scipy's folded-normal mean; s^2 = acc (1 - acc) / (n - 1), g = mean confidence - acc.
+    """
+    n, conf, correct = sums[:, sums[0] > 0]
+    gap, acc = (conf - correct) / n, correct / n
+    sd = np.sqrt(np.where(n > 1, acc * (1 - acc) / np.maximum(n - 1, 1), 0.0))
+    spread = sd > 0
+    folded = np.abs(gap)
+    folded[spread] = foldnorm.mean(np.abs(gap[spread]) / sd[spread], scale=sd[spread])
+    return max(0.0, float(np.sum(n * (2 * np.abs(gap) - folded)) / n.sum()))
+
+
+def squared_calibration_error(sums: np.ndarray) -> float:
+    """The unbiased estimate of the squared calibration error: sum n (g^2 - acc (1 - acc) / (n - 1)) / N."""
+    n, conf, correct = sums[:, sums[0] > 0]
+    gap, acc = (conf - correct) / n, correct / n
+    variance = np.where(n > 1, acc * (1 - acc) / np.maximum(n - 1, 1), 0.0)
+    return float(np.sum(n * (gap**2 - variance)) / n.sum())
 
 
 def psi(actual: np.ndarray, expected: np.ndarray, floor: float = 1e-4) -> float:

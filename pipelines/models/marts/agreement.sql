@@ -21,7 +21,7 @@ severe as (
 summed as (
     select
         decision_type, week_start, week, model_key,
-        max(labelled) as labelled,
+        max(labelled)::bigint as labelled,
         sum(true_positives) / max(labelled) as accuracy,
         sum(predicted * support) / (max(labelled) * max(labelled)) as chance_agreement,
         max(support) / max(labelled) as baseline_accuracy

@@ -1,8 +1,9 @@
--- Calibration summary per decision type, week and model identity: top-label ECE (equal-mass bins) with
--- its bootstrap interval, MCE, classwise ECE, multiclass Brier score (sum over options of the squared
--- error, range [0, 2], as sklearn's brier_score_loss for multiclass) and log-loss, each beside the
--- constant-prevalence baseline. Brier, log-loss and classwise ECE use labelled decisions whose outcome
--- is a declared option; `outside_options` counts the others (they count as errors for the ECE).
+-- Calibration summary per decision type, week and model identity: top-label ECE over equal-mass bins
+-- (the plug-in `ece`, then from ece_bootstrap the debiased estimate and the interval of the true ECE),
+-- MCE, classwise ECE, multiclass Brier score (sum over options of the squared error, range [0, 2], as
+-- sklearn's brier_score_loss for multiclass) and log-loss, each beside the constant-prevalence baseline.
+-- Brier, log-loss and classwise ECE use labelled decisions whose outcome is a declared option;
+-- `outside_options` counts the others (they count as errors for the ECE).
 with bins as (
     select * from reliability
 ),
@@ -45,7 +46,8 @@ final as (
     select
         top_label.decision_type, top_label.week_start, top_label.week, top_label.model_key,
         rates.labelled, rates.label_rate,
-        top_label.ece, boot.ece_low, boot.ece_high, top_label.mce, top_label.bins,
+        top_label.ece, boot.ece_debiased, boot.ece_low, boot.ece_high,
+        top_label.mce, top_label.bins,
         prevalence.classwise_ece,
         scores.brier, prevalence.brier_baseline,
         scores.log_loss, prevalence.log_loss_baseline,

@@ -60,7 +60,7 @@ scoped as (
 final as (
     select
         decision_type, week_start, week, model_key, option_id,
-        sum(n) as decisions,
+        sum(n)::bigint as decisions,
         sum(abs(sum_p - hits)) / sum(n) as ece,
         max(abs(sum_p - hits) / n) as mce,
         sum(hits) / sum(n) as prevalence

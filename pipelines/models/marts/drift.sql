@@ -1,9 +1,14 @@
 -- Week-over-week drift per decision type and model identity: the week's top-label ECE against the
--- `reference_weeks` weeks before it (alert above their mean + 3 sample standard deviations, once there
--- are `min_reference_weeks` of them: two weeks give a standard deviation too noisy to alert on), the confidence PSI and the proposal and outcome mix PSI, with the
+-- `reference_weeks` weeks before it, the confidence PSI and the proposal and outcome mix PSI, with the
 -- usual bands (< 0.1 stable, < 0.25 moderate, else significant).
+-- ECE alert, from the first reference week on: the week's ECE interval lies wholly above the interval of
+-- every reference week (ece_low > the highest reference ece_high: the rise is more than either week's
+-- sampling noise). Once there are `min_reference_weeks`, the ECE must also exceed the reference weeks'
+-- mean + 3 sample standard deviations (unusual against the weeks' own spread, which fewer weeks estimate
+-- too poorly to use, and which keeps large weeks' narrow intervals from alerting on small real changes).
 with weekly as (
-    select decision_type, week_start, week, model_key, ece, labelled, label_rate from calibration
+    select decision_type, week_start, week, model_key, ece, ece_low, ece_high, labelled, label_rate
+    from calibration
 ),
 
 params as (
@@ -15,7 +20,8 @@ reference as (
         target.decision_type, target.week_start, target.model_key,
         avg(ref.ece) as reference_ece_mean,
         stddev_samp(ref.ece) as reference_ece_sd,
-        count(ref.ece) as reference_ece_weeks
+        count(ref.ece) as reference_ece_weeks,
+        max(ref.ece_high) as reference_ece_high
     from weekly as target
     cross join params
     join weekly as ref
@@ -29,11 +35,15 @@ reference as (
 final as (
     select
         weekly.decision_type, weekly.week_start, weekly.week, weekly.model_key,
-        weekly.labelled, weekly.label_rate, weekly.ece,
+        weekly.labelled, weekly.label_rate, weekly.ece, weekly.ece_low,
         reference.reference_ece_mean, reference.reference_ece_sd, reference.reference_ece_weeks,
+        reference.reference_ece_high,
         reference.reference_ece_mean + 3 * reference.reference_ece_sd as ece_alert_above,
-        coalesce(reference.reference_ece_weeks >= params.min_reference_weeks
-                 and weekly.ece > reference.reference_ece_mean + 3 * reference.reference_ece_sd, false) as ece_alert,
+        coalesce(
+            weekly.ece_low > reference.reference_ece_high
+            and (reference.reference_ece_weeks < params.min_reference_weeks
+                 or weekly.ece > reference.reference_ece_mean + 3 * reference.reference_ece_sd),
+            false) as ece_alert,
         conf.confidence_psi,
         case when conf.confidence_psi < 0.1 then 'stable' when conf.confidence_psi < 0.25 then 'moderate'
              when conf.confidence_psi is not null then 'significant' end as confidence_psi_band,

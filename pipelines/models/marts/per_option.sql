@@ -28,14 +28,14 @@ totals as (
 final as (
     select
         decision_type, week_start, week, model_key, option_id,
-        coalesce(predicted.predicted, 0) as predicted,
-        coalesce(predicted.true_positives, 0) as true_positives,
-        coalesce(support.support, 0) as support,
-        totals.labelled,
+        coalesce(predicted.predicted, 0)::bigint as predicted,
+        coalesce(predicted.true_positives, 0)::bigint as true_positives,
+        coalesce(support.support, 0)::bigint as support,
+        totals.labelled::bigint as labelled,
         coalesce(predicted.true_positives, 0) / nullif(predicted.predicted, 0) as "precision",
         coalesce(predicted.true_positives, 0) / nullif(support.support, 0) as recall,
         coalesce(support.support, 0) / totals.labelled as baseline_precision,
-        1.0 as baseline_recall,
+        1.0::double as baseline_recall,
         rates.label_rate
     from predicted
     full outer join support using (decision_type, week_start, week, model_key, option_id)

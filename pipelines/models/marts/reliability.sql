@@ -12,7 +12,7 @@ final as (
         sum(correct) / sum(decisions) as accuracy,
         sum(decisions)::bigint as decisions,
         sum(sum_confidence) as sum_confidence,
-        sum(correct) as correct
+        sum(correct)::bigint as correct
     from binned
     group by all
 )

@@ -1,0 +1,52 @@
+"""Every mart's Parquet files against the schema declared in `pipelines/mart_schema.py`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.errors import PipelinesError
+from pipelines.mart_schema import DECLARED, check_marts, differences, mart_schema
+from pipelines.sqlmodels import mart_names
+
+if TYPE_CHECKING:
+    from tests.pipelines.conftest import Computed
+
+
+def test_every_mart_has_a_declared_schema() -> None:
+    """The declaration covers exactly the marts the runner builds, and declares no decimal or float count."""
+    assert set(DECLARED) == set(mart_names())
+    for mart, fields in DECLARED.items():
+        for name, kind in fields:
+            assert not pa.types.is_decimal(kind), (mart, name)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_mart_parquet_files_follow_the_declared_schema(computed: Computed, name: str) -> None:
+    """Each written week of each mart has the declared columns, in order, with the declared types.
+
+    Counts are int64 in every mart (a DuckDB sum of integers would otherwise arrive as decimal128(38, 0)).
+    """
+    files = sorted((computed.out / name).glob("week=*/part-0.parquet"))
+    assert files, name
+    for path in files:
+        schema, declared = pq.read_schema(path), mart_schema(name)
+        written = [(field.name, str(field.type)) for field in schema]
+        expected = [(field.name, str(field.type)) for field in declared]
+        assert written == expected, (path, differences(declared, schema))
+
+
+def test_the_writer_refuses_a_mart_off_its_declared_schema() -> None:
+    """A count that arrives as a decimal stops the write with one message naming the mart and column."""
+    declared = mart_schema("agreement")
+    arrays = [pa.nulls(1, field.type) for field in declared]
+    table = pa.Table.from_arrays(arrays, schema=declared)
+    check_marts([("agreement", table)])  # as declared: accepted
+    wrong = table.set_column(
+        declared.get_field_index("labelled"), "labelled", pa.nulls(1, pa.decimal128(38, 0))
+    )
+    with pytest.raises(PipelinesError, match=r"agreement: labelled is decimal128\(38, 0\), declared int64"):
+        check_marts([("agreement", wrong)])
