@@ -10,16 +10,18 @@ tests by using something this module does not understand.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import botocore.session
 from cfnlint.decode import decode_str
 
 if TYPE_CHECKING:
-    from botocore.model import Shape
+    from botocore.model import OperationModel, Shape
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "infra" / "cloudformation"
@@ -177,6 +179,12 @@ class Stack:
         if key == "Condition":
             return self.conditions[arg]
         raise AssertionError(f"condition not understood by the tests: {key}")
+
+
+@functools.cache
+def operation(service: str, name: str) -> OperationModel:
+    """The botocore model of one API operation (loaded once per test run)."""
+    return botocore.session.get_session().get_service_model(service).operation_model(name)
 
 
 def coerce(value: Any, shape: Shape) -> Any:  # noqa: PLR0911  (one branch per shape type)

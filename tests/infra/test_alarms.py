@@ -15,12 +15,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.infra.cfn import Stack, coerce, load
+from tests.infra.cfn import Stack, coerce, load, operation
 
 if TYPE_CHECKING:
     from tests.infra.conftest import ScorerRun
@@ -99,7 +98,7 @@ def filter_matches(pattern: str, line: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("logical_id", sorted(alarms()))
 def test_alarm_passes_botocore_validation(logical_id: str) -> None:
     """The alarm, resolved, is a valid PutMetricAlarm request for boto3 (PromQL criteria included)."""
-    model = botocore.session.get_session().get_service_model("cloudwatch").operation_model("PutMetricAlarm")
+    model = operation("cloudwatch", "PutMetricAlarm")
     params = coerce(alarms()[logical_id], model.input_shape)
     report = ParamValidator().validate(params, model.input_shape)
     assert not report.has_errors(), report.generate_report()

@@ -10,20 +10,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from cfnlint.api import lint
 
-from tests.infra.cfn import TEMPLATES, Stack, coerce, load, parameter_file
+from tests.infra.cfn import TEMPLATES, Stack, coerce, load, operation, parameter_file
 
 TEMPLATE_NAMES = sorted(p.name for p in TEMPLATES.glob("*.yaml"))
 GPU_POOLS = ["ml.g6e.xlarge", "ml.g6.2xlarge", "ml.g5.2xlarge", "ml.g4dn.2xlarge"]
 
 
-def sagemaker_call(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+def sagemaker_call(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` coerced to the operation's input shape; fails like boto3 would before sending."""
-    model = botocore.session.get_session().get_service_model("sagemaker").operation_model(operation)
+    model = operation("sagemaker", name)
     params = coerce(params, model.input_shape)
     report = ParamValidator().validate(params, model.input_shape)
     assert not report.has_errors(), report.generate_report()
