@@ -81,6 +81,7 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
     records = settings.records.model_copy(update={"config_sha256": stamp.config_sha256})
     async with RecordStore(records) as store:
         recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog)
+        app[METRICS].watch_store(store.stats, records.max_local_bytes)
         app[RECORDER] = recorder
         writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
         try:

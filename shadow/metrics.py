@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from importlib.metadata import version
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from shadow.records.store import StoreStats
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -41,6 +58,34 @@ class Metrics:
                                         ["reason"],
                                         registry=r)
 
+        ProcessCollector(registry=r)
+        Info("shadow_build", "Sidecar build", registry=r).info({"version": version("semif-shadow")})
+
+    def watch_store(self, stats: StoreStats, max_local_bytes: int) -> None:
+        """Export the record store's counters (read at each scrape, nothing copied)."""
+        self.registry.register(StoreCollector(stats, max_local_bytes))
+
     def render(self) -> bytes:
         """The text exposition format."""
         return generate_latest(self.registry)
+
+
+class StoreCollector:
+    """The record store's ``StoreStats`` as ``shadow_store_*`` series."""
+
+    COUNTERS = (("uploads", "Files uploaded"), ("upload_errors", "Uploads that failed"),
+                ("publish_errors", "Segments that failed to publish"),
+                ("disk_full", "Rows refused: spool full"),
+                ("files_published", "Parquet files published"), ("accepted", "Rows accepted by the store"))
+
+    def __init__(self, stats: StoreStats, max_local_bytes: int) -> None:
+        self.stats, self.max_local_bytes = stats, max_local_bytes
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """One family per counter, and the spool's bytes against its limit."""
+        for name, doc in self.COUNTERS:
+            yield CounterMetricFamily(f"shadow_store_{name}", doc, value=getattr(self.stats, name))
+        yield GaugeMetricFamily("shadow_store_spool_bytes", "Journal plus staged bytes on local disk",
+                                value=self.stats.local_bytes)
+        yield GaugeMetricFamily("shadow_store_spool_limit_bytes", "Spool size at which rows are refused",
+                                value=self.max_local_bytes)
