@@ -4,7 +4,9 @@ Generates records (``semif-shadow pipelines generate``), runs the pipelines over
 reading the marts, gathering the verdicts and rendering the charts, and writing the HTML. The report
 holds aggregates only, so its size should not grow with the decisions.
 
-    python -P bench/review.py --decisions 1000000 --work /tmp/review-bench   # -P: bench/pipelines.py shadows the package
+    python -P bench/review.py --decisions 1000000 --work /tmp/review-bench
+
+(``-P``: ``bench/pipelines.py`` would shadow the ``pipelines`` package.)
 """
 
 from __future__ import annotations
