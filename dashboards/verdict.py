@@ -74,6 +74,10 @@ def labels_for_bound(precision: float, have: int, target: float, confidence: flo
     return max(0, min(n, low_n) - have)
 
 
+def _usd(value: float) -> str:
+    return "no accepted decision to price: n/a" if math.isnan(value) else f"${value:.5f}"
+
+
 def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
     """Rules any one of which rejects (statistical ones only with enough labels)."""
     enough = e.labelled >= c.min_labelled
@@ -86,7 +90,7 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
         Check(
             "cost within hard budget",
             not e.cost_per_accepted > c.cost_hard_usd,
-            f"${e.cost_per_accepted:.5f} per accepted, hard budget ${c.cost_hard_usd}",
+            f"{_usd(e.cost_per_accepted)} per accepted, hard budget ${c.cost_hard_usd}",
         ),
     ]
     if enough:
@@ -148,7 +152,7 @@ def go_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
         Check(
             "cost within budget",
             e.cost_per_accepted <= c.cost_budget_usd,
-            f"${e.cost_per_accepted:.5f} per accepted, budget ${c.cost_budget_usd}",
+            f"{_usd(e.cost_per_accepted)} per accepted, budget ${c.cost_budget_usd}",
         ),
         Check(
             "severe-error rate within limit",
