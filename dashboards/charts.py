@@ -227,7 +227,7 @@ def risk_coverage(marts: Marts, decision_type: str) -> Chart:
     return render(
         "risk_coverage",
         "Risk-coverage (◆ policy)",
-        f"n = {int(t['accepted'].max() or 0):,} labelled",
+        f"n = {int(t.groupby(CANDIDATE)['accepted'].max().sum()):,} labelled",
         (curve + point).properties(width=WIDTH, height=HEIGHT),
         table,
     )
