@@ -48,8 +48,14 @@ def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     from dashboards.marts import load_marts  # noqa: PLC0415
     from dashboards.report import review as build  # noqa: PLC0415
     from dashboards.report import to_html, to_markdown  # noqa: PLC0415
+    from pipelines.errors import PipelinesError  # noqa: PLC0415
+    from pipelines.weeks import parse_week  # noqa: PLC0415
 
     started = time.perf_counter()
+    try:
+        parse_week(week, "week")
+    except PipelinesError as exc:
+        raise click.UsageError(str(exc)) from exc
     try:
         result = build(load_marts(marts_uri, week, s3_endpoint, s3_region), load_config(config_path))
     except DashboardsError as exc:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from dashboards.errors import MartsMissing
+from pipelines.errors import PipelinesError
 from pipelines.storage import open_root
 
 if TYPE_CHECKING:
@@ -114,7 +115,10 @@ def read_mart(root: Root, mart: str, week: str) -> pd.DataFrame:
 
 def load_marts(uri: str, week: str, s3_endpoint: str | None = None, s3_region: str = "us-east-1") -> Marts:
     """Read every mart the report needs from ``uri`` (folder or ``s3://``); check the week is there."""
-    root = open_root(uri, s3_endpoint, s3_region)
+    try:
+        root = open_root(uri, s3_endpoint, s3_region)
+    except PipelinesError as exc:
+        raise MartsMissing(f"cannot open marts {uri!r}: {exc}") from exc
     frames = {mart: read_mart(root, mart, week) for mart in MARTS}
     if not (frames["funnel"]["week"] == week).any():
         raise MartsMissing(f"no funnel rows for {week} under {uri}")

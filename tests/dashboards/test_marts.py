@@ -48,5 +48,7 @@ def test_a_missing_folder_or_week_is_one_error(marts_dir: Path, tmp_path: Path) 
     """No marts, or no rows for the week: MartsMissing naming it."""
     with pytest.raises(MartsMissing, match="funnel"):
         load_marts(str(tmp_path), WEEK)
+    with pytest.raises(MartsMissing, match="unsupported scheme"):
+        load_marts("gs://bucket/marts", WEEK)
     with pytest.raises(MartsMissing, match="2030-W01"):
         load_marts(str(marts_dir), "2030-W01")

@@ -91,3 +91,6 @@ def test_the_command_writes_html_and_markdown(marts_dir: Path, tmp_path: Path) -
     missing = CliRunner().invoke(review_command, ["--marts", str(marts_dir), "--week", "2027-W10"])
     assert missing.exit_code == 1
     assert "no funnel rows for 2027-W10" in missing.output
+    malformed = CliRunner().invoke(review_command, ["--marts", str(marts_dir), "--week", "2026-48"])
+    assert malformed.exit_code == 2
+    assert "week" in malformed.output
