@@ -114,3 +114,42 @@ async def test_candidates_see_the_same_sample_and_keep_their_identities(scorer_u
                   for c, rows_of in by.items()}
     assert len(identities["per_char"]) == len(identities["pmi"]) == 1
     assert identities["per_char"] != identities["pmi"]
+
+
+async def test_each_candidate_spends_its_own_budget_and_shares_the_rate_cap(scorer_url: str,
+                                                                             tmp_path: Path) -> None:
+    """The type's budget is counted per candidate; its rate cap is one admission for all of them.
+
+    With 3 calls an hour and a challenger, each candidate scores 3 of 6 decisions (a shared counter
+    would score 3 in all). With a cap of 2 per second, the same 2 decisions are scored by both.
+    """
+    challenger = {"backend": "semif_http", "endpoint": scorer_url, "normalization": "pmi"}
+    dtype = ticket_type(scorer_url, budget={"calls_per_hour": 3}, candidates={"b": challenger})
+    catalog = write_catalog(tmp_path, {"tickets": dtype})
+    six = {"decisions": [{"decision_type": "tickets", "decision_id": f"d-{i}", "state": "x"}
+                         for i in range(6)]}
+    async with running_sidecar(settings_for(tmp_path, catalog, workers=1)) as (url, _app), \
+            aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/v1/decisions", json=six) as resp:
+            assert (await resp.json())["queued"] == 6
+        await wait_rows(url, 12)
+    rows = read_rows(tmp_path / "records", "proposals")
+    got = Counter((r["candidate"], r["status"], r["reason"]) for r in rows)
+    assert got == Counter({(c, s, r): 3 for c in ("default", "b")
+                           for s, r in (("scored", None), ("dropped", "budget_exhausted"))})
+
+    capped = tmp_path / "capped"
+    capped.mkdir()
+    dtype = ticket_type(scorer_url, sampling={"max_per_second": 2}, candidates={"b": challenger})
+    catalog = write_catalog(capped, {"tickets": dtype})
+    async with running_sidecar(settings_for(capped, catalog)) as (url, _app), \
+            aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/v1/decisions", json=six) as resp:
+            assert (await resp.json())["queued"] == 2
+        await wait_rows(url, 12)
+    rows = read_rows(capped / "records", "proposals")
+    scored = {c: {r["decision_id"] for r in rows if r["candidate"] == c and r["status"] == "scored"}
+              for c in ("default", "b")}
+    assert len(scored["default"]) == 2
+    assert scored["default"] == scored["b"]
+    assert Counter(r["reason"] for r in rows if r["status"] != "scored") == Counter({"rate_limited": 8})
