@@ -4,7 +4,7 @@ Plain generated JSON (Grafana's dashboard schema, version 39), not grafana-found
 a title, a unit and PromQL, which a dict states as plainly as the SDK's builders, and the JSON stays
 diffable. ``python -m dashboards.live`` rewrites ``dashboards/grafana/*.json``; a test checks they are
 current and runs every query against a real Prometheus scraping the real sidecar and scorer.
-Sidecar series carry ``decision_type`` only: per-candidate panels wait for a candidate label.
+Sidecar panels are per decision type and candidate (the sidecar's ``candidate`` label).
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ SIDECAR = (
         "Offered / sampled / scored per type",
         "ops",
         {
-            f"{stage} {{{{decision_type}}}}": f"sum by (decision_type) (rate(shadow_{stage}_total{RATE}))"
+            f"{stage} {{{{decision_type}}}} {{{{candidate}}}}": (
+                f"sum by (decision_type, candidate) (rate(shadow_{stage}_total{RATE}))"
+            )
             for stage in ("offered", "sampled", "scored")
         },
     ),
@@ -50,18 +52,26 @@ SIDECAR = (
         "Dropped by reason",
         "ops",
         {
-            "{{decision_type}} {{reason}}": (
-                f"sum by (decision_type, reason) (rate(shadow_dropped_total{RATE}))"
+            "{{decision_type}} {{candidate}} {{reason}}": (
+                f"sum by (decision_type, candidate, reason) (rate(shadow_dropped_total{RATE}))"
             )
         },
     ),
-    Panel("Queue depth", "short", {"decisions": "shadow_queue_depth"}),
-    Panel("Queue bytes", "bytes", {"bytes": "shadow_queue_bytes"}),
-    Panel("Scorer latency (sidecar side)", "s", quantiles("shadow_scorer_latency_seconds", "backend")),
+    Panel(
+        "Queue depth per candidate lane",
+        "short",
+        {"{{candidate}}": "sum by (candidate) (shadow_queue_depth)"},
+    ),
+    Panel(
+        "Queue bytes per candidate lane",
+        "bytes",
+        {"{{candidate}}": "sum by (candidate) (shadow_queue_bytes)"},
+    ),
+    Panel("Scorer latency (sidecar side)", "s", quantiles("shadow_scorer_latency_seconds", "candidate")),
     Panel(
         "Breaker state (0 closed, 1 half-open, 2 open)",
         "short",
-        {"{{endpoint}}": "max by (endpoint) (shadow_breaker_state)"},
+        {"{{candidate}} {{endpoint}}": "max by (endpoint, candidate) (shadow_breaker_state)"},
     ),
     Panel("Rows lost", "ops", {"lost": f"rate(shadow_rows_lost_total{RATE})"}),
     Panel(

@@ -29,26 +29,31 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self.offered = Counter("shadow_offered", "Decisions offered", ["decision_type"], registry=r)
-        self.sampled = Counter("shadow_sampled", "Decisions chosen by the sampler",
-                               ["decision_type"], registry=r)
-        self.scored = Counter("shadow_scored", "Decisions scored",
-                               ["decision_type"], registry=r)
+        per_candidate = ["decision_type", "candidate"]
+        self.offered = Counter("shadow_offered", "Decisions offered", per_candidate, registry=r)
+        self.sampled = Counter("shadow_sampled", "Decisions chosen by the sampler", per_candidate, registry=r)
+        self.scored = Counter("shadow_scored", "Decisions scored", per_candidate, registry=r)
         self.dropped = Counter("shadow_dropped", "Decisions not scored, by reason",
-                               ["decision_type", "reason"], registry=r)
+                               [*per_candidate, "reason"], registry=r)
         self.rows = Counter("shadow_rows", "Proposals rows handed to the store, by status", ["status"],
                             registry=r)
         self.rows_lost = Counter("shadow_rows_lost", "Rows the record backlog could not take", registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)
-        self.queue_depth = Gauge("shadow_queue_depth", "Decisions waiting for a worker", registry=r)
-        self.queue_bytes = Gauge("shadow_queue_bytes", "Bytes of state waiting for a worker", registry=r)
+        self.outcomes_outside = Counter("shadow_outcomes_outside_options",
+                                        "Outcomes recorded that are none of the type's options",
+                                        ["decision_type", "source"], registry=r)
+        self.queue_depth = Gauge("shadow_queue_depth", "Decisions waiting for a worker", ["candidate"],
+                                 registry=r)
+        self.queue_bytes = Gauge("shadow_queue_bytes", "Bytes of state waiting for a worker", ["candidate"],
+                                 registry=r)
         self.scorer_latency = Histogram("shadow_scorer_latency_seconds", "One scorer call",
-                                        ["backend", "endpoint"], buckets=LATENCY_BUCKETS, registry=r)
-        self.retries = Counter("shadow_scorer_retries", "Scorer calls retried", ["backend", "endpoint"],
-                               registry=r)
-        self.breaker_state = Gauge("shadow_breaker_state", "0 closed, 1 half-open, 2 open", ["endpoint"],
-                                   registry=r)
+                                        ["backend", "endpoint", "candidate"], buckets=LATENCY_BUCKETS,
+                                        registry=r)
+        self.retries = Counter("shadow_scorer_retries", "Scorer calls retried",
+                               ["backend", "endpoint", "candidate"], registry=r)
+        self.breaker_state = Gauge("shadow_breaker_state", "0 closed, 1 half-open, 2 open",
+                                   ["endpoint", "candidate"], registry=r)
         self.kill_switch = Gauge("shadow_kill_switch", "1 while the kill switch is on", registry=r)
         self.proxy_requests = Counter("shadow_proxy_requests", "Requests forwarded", ["status_class"],
                                       registry=r)
