@@ -25,6 +25,7 @@ def pipelines() -> None:
       semif-shadow pipelines generate --root records --decisions 100000
       semif-shadow pipelines run --root records --week 2026-W48
       semif-shadow pipelines sql --model calibration
+      semif-shadow pipelines policy choose --root records --week 2026-W47 --type ticket_routing --out p.json
     """
 
 
@@ -218,3 +219,12 @@ def sql_command(model_name: str | None) -> None:
     for model in models:
         click.echo(f"-- {model.layer}/{model.name}.sql ({model.kind})")
         click.echo(model.create_statement() + ";\n")
+
+
+def _add_policy() -> None:
+    from pipelines.policy_cli import policy  # noqa: PLC0415  (click only: keeps --help fast)
+
+    pipelines.add_command(policy)
+
+
+_add_policy()

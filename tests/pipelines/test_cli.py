@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from tests.pipelines.conftest import Computed
 
 
-@pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"]])
+@pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"], ["policy"], ["policy", "choose"],
+                                     ["policy", "replay"]])
 def test_every_pipelines_command_has_help_with_an_example(command: list[str]) -> None:
     """`--help` of the group and of each subcommand exits 0 and shows an Example block, unwrapped."""
     result = CliRunner().invoke(main, ["pipelines", *command, "--help"])
