@@ -322,6 +322,8 @@ def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
         for i, w in enumerate(weeks[1:], start=1):
             ref = np.isin(week, weeks[max(0, i - 4) : i])
             cur = week == w
+            if not ref.any() or not cur.any():  # an identity new this week (or gone): no reference
+                continue
             edges = np.quantile(q[ref], np.arange(1, 10) / 10, method="inverted_cdf")
             a = np.bincount(np.searchsorted(edges, q[cur]), minlength=10) / cur.sum()
             e = np.bincount(np.searchsorted(edges, q[ref]), minlength=10) / ref.sum()
