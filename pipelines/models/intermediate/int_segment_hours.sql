@@ -15,7 +15,6 @@ cells as (
         model_sha256, quantization, backend, device, instance_type, hash(option_ids) as options_hash,
         epoch_us(received_at) // 3600000000 as hour,
         any_value(option_ids) as option_ids,
-        any_value(model_identity) as model_identity,
         min(received_at) as first_at,
         max(received_at) as last_at,
         count(*) as offered,
@@ -30,8 +29,7 @@ final as (
     select
         hash(decision_type, status, reason, candidate, model_identity_sha256, normalization, model_name,
              model_sha256, quantization, backend, device, instance_type, option_ids) as segment,
-        decision_type, status, reason, candidate, model_identity_sha256, normalization, model_identity,
-        model_name, model_sha256, quantization, backend, device, instance_type, hour,
+        decision_type, status, reason, candidate, model_identity_sha256, normalization, model_name, model_sha256, quantization, backend, device, instance_type, hour,
         date_trunc('week', make_timestamp(hour * 3600000000))::date as week_start,  -- UTC, without ICU
         option_ids, first_at, last_at, offered, sum_scorer_ms, prompt_tokens, cached_tokens
     from cells

@@ -18,19 +18,29 @@ hours as (
 seen as (
     select
         decision_type, candidate, backend, device, instance_type, model_identity_sha256,
-        any_value(model_identity) as model_identity,
         min(first_at) as first_seen,
         max(last_at) as last_seen
     from hours
     group by all
 ),
 
+texts as (  -- the identity JSON read only at each identity's first decision: the long strings are never
+            -- decoded for the other rows (the join's few keys filter the scan on `received_at` first)
+    select raw.model_identity_sha256, any_value(raw.model_identity) as model_identity
+    from raw_proposals as raw
+    semi join seen
+        on raw.received_at = seen.first_seen and raw.model_identity_sha256 = seen.model_identity_sha256
+    group by all
+),
+
 identities as (
     select
-        *,
-        min(first_seen) over (partition by decision_type, candidate, backend, device, instance_type)
+        seen.*,
+        texts.model_identity,
+        min(seen.first_seen) over (partition by decision_type, candidate, backend, device, instance_type)
             as fleet_first_seen
     from seen
+    join texts using (model_identity_sha256)
 ),
 
 newcomers as (
