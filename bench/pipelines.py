@@ -77,7 +77,7 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def ensure_data(data_dir: Path, decisions: int) -> Path:
+def ensure_data(data_dir: Path, decisions: int, candidates: int = 1) -> Path:
     """Generate the records once per size and file format (a marker file says the folder is complete).
 
     The files are compressed as the sidecar writes them; the folder's name carries the codec, so data
@@ -85,13 +85,19 @@ def ensure_data(data_dir: Path, decisions: int) -> Path:
     """
     from pipelines.generate import COMPRESSION  # noqa: PLC0415  (numpy and pyarrow, not DuckDB or pandas)
 
-    root = data_dir / f"records-{decisions}-{COMPRESSION}"
+    suffix = "" if candidates == 1 else "-ab"
+    root = data_dir / f"records-{decisions}-{COMPRESSION}{suffix}"
     if not (root / ".complete").exists():
         from pipelines.generate import Plan, generate  # noqa: PLC0415  (only when data is missing)
         from pipelines.storage import open_root  # noqa: PLC0415
 
         started = time.perf_counter()
-        counts = generate(open_root(str(root)), Plan(decisions=decisions))
+        from pipelines import synth  # noqa: PLC0415
+
+        knobs = synth.Knobs() if candidates == 1 else synth.Knobs(
+            challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=2)
+        )
+        counts = generate(open_root(str(root)), Plan(decisions=decisions, knobs=knobs))
         (root / ".complete").write_text(json.dumps(counts))
         print(f"generated {decisions:,} decisions in {time.perf_counter() - started:.0f} s", flush=True)
     return root
@@ -116,16 +122,34 @@ def agreement_gap(duck_out: Path, pandas_out: Path) -> float:
     )
 
 
+def paired_gap(duck_out: Path, pandas_out: Path) -> str:
+    """Pairs found by both sides, and the largest gap on paired count, difference and its interval."""
+    import duckdb  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
+
+    with duckdb.connect(str(duck_out / "pipelines.duckdb"), read_only=True) as db:
+        duck = db.sql("select decision_type, week_start as week, model_key_a, model_key_b, paired, "
+                      "difference, difference_low, difference_high, mcnemar_p from paired").df()
+    ref = pd.read_parquet(pandas_out / "paired.parquet")
+    ref["week"] = pd.to_datetime(ref.week.astype(str))
+    duck["week"] = pd.to_datetime(duck.week)
+    keys = ["decision_type", "week", "model_key_a", "model_key_b"]
+    both = duck.merge(ref, on=keys, suffixes=("", "_ref"))
+    gap = max((both[c] - both[f"{c}_ref"]).abs().max()
+              for c in ("paired", "difference", "difference_low", "difference_high", "mcnemar_p"))
+    return f"{len(both)} of {len(duck)} / {len(ref)} pairs matched, max gap {gap:.2e}"
+
+
 def bench(args: argparse.Namespace) -> None:
     """Run every size and print the side-by-side table."""
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     print(f"{'decisions':>11} {'implementation':<15} {'median s':>9} {'CPU s':>7} {'runs':>5} "
           f"{'peak MiB':>9} {'speed-up':>9}")
     for decisions in args.decisions:
-        root = ensure_data(args.data_dir, decisions)
+        root = ensure_data(args.data_dir, decisions, args.candidates)
         results: dict[str, list[tuple[float, float, float]]] = {}
         for kind in args.only or ("duckdb", "pandas"):
-            out = args.data_dir / f"out-{kind}-{decisions}"
+            out = args.data_dir / f"out-{kind}-{decisions}-{args.candidates}"
             results[kind] = [measure(kind, root, out) for _ in range(args.repeats)]
         base = statistics.median(t for t, _, _ in results.get("pandas", results["duckdb"]))
         for kind, runs in results.items():
@@ -136,9 +160,12 @@ def bench(args: argparse.Namespace) -> None:
                   f"{base / median:>8.1f}x   runs: {', '.join(f'{t:.1f}' for t, _, _ in runs)}", flush=True)
         if len(results) < 2:
             continue
-        gap = agreement_gap(args.data_dir / f"out-duckdb-{decisions}",
-                            args.data_dir / f"out-pandas-{decisions}")
+        duck_out = args.data_dir / f"out-duckdb-{decisions}-{args.candidates}"
+        pandas_out = args.data_dir / f"out-pandas-{decisions}-{args.candidates}"
+        gap = agreement_gap(duck_out, pandas_out)
         print(f"{'':>11} max |duckdb - pandas| on accuracy, ECE, Brier, log-loss: {gap:.2e}", flush=True)
+        if args.candidates > 1:
+            print(f"{'':>11} paired: {paired_gap(duck_out, pandas_out)}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 
@@ -149,6 +176,8 @@ def main() -> None:
     )
     parser.add_argument("--decisions", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--candidates", type=int, choices=[1, 2], default=1,
+                        help="2: a challenger on the same decisions, and an identity change mid-W46")
     parser.add_argument("--only", choices=["duckdb", "pandas"], nargs="+",
                         help="run only these sides (speed-up is then against the first one)")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/semif-bench-pipelines"))  # noqa: S108

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from scipy.special import betaincinv, erf
+from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from contracts.records import OUTCOMES, PROPOSALS
@@ -46,6 +47,9 @@ COLUMNS = [
     "quantization",
     "scorer_ms",
     "total_ms",
+    "candidate",
+    "normalization",
+    "model_identity_sha256",
 ]
 HIGH = {"ticket_routing": ["refund"], "priority": ["urgent"]}
 PRICES = {"ml.c6i.8xlarge": 1.632, "ml.g6e.xlarge": 2.264}
@@ -74,7 +78,8 @@ def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple
         )
         prob_row[rows] = np.arange(rows.size)
     props = table.drop_columns(["option_ids", "probabilities"]).to_pandas()
-    for column in ("decision_type", "status", "reason", "proposal", "backend", "device", "instance_type"):
+    for column in ("decision_type", "status", "reason", "proposal", "backend", "device", "instance_type",
+                   "candidate", "normalization", "model_identity_sha256"):
         props[column] = props[column].astype("category")
     props["prob_row"] = prob_row
     del table
@@ -90,12 +95,79 @@ def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple
     d = props.merge(outs[["decision_id", "outcome"]], on="decision_id", how="left")
     day = d.received_at.dt.tz_convert("UTC").dt.normalize()
     d["week"] = (day - pd.to_timedelta(day.dt.weekday, unit="D")).dt.date
-    d["model_key"] = (d.model_name + "@" + d.model_sha256.str[:12] + "/" + d.quantization).astype("category")
-    d = d.drop(columns=["model_sha256", "quantization"])
+    d["model_key"] = model_keys(d)
+    d = d.drop(columns=["model_sha256", "quantization", "normalization", "model_identity_sha256"])
     d["scored"] = d.status == "scored"
     d["labelled"] = d.scored & d.outcome.notna()
     d["correct"] = d.proposal == d.outcome
+    known = set(matrices_options(matrices))
+    typed = d.decision_type.astype(str) + "/" + d.outcome.astype(str)
+    d["outside_options"] = d.outcome.notna() & ~typed.isin(known)
     return d, matrices
+
+
+def matrices_options(matrices: dict[str, tuple[list[str], np.ndarray]]) -> list[str]:
+    """``type/option`` for every declared option of every type."""
+    return [f"{t}/{o}" for t, (options, _) in matrices.items() for o in options]
+
+
+def model_keys(d: pd.DataFrame) -> pd.Series:
+    """The marts' group, candidate x identity: ``<candidate> <model>/<quant>/<device>/<norm> #<sha12>``.
+
+    Built per distinct combination (a few), then mapped back as a category: no string work per decision.
+    """
+    parts = ["candidate", "model_name", "quantization", "device", "normalization", "model_identity_sha256",
+             "model_sha256"]
+    combos = d[parts].astype(object).drop_duplicates().dropna(subset=["model_name"])
+    s = combos.astype(str)
+    label = (s.candidate + " " + s.model_name + "/" + s.quantization + "/" + s.device + "/" + s.normalization
+             + " #" + s.model_identity_sha256.str[:12])
+    v1 = s.model_name + "@" + s.model_sha256.str[:12] + "/" + s.quantization
+    combos["model_key"] = label.where(combos.model_identity_sha256.notna(), v1)
+    keyed = d[parts].astype(object).merge(combos, on=parts, how="left")
+    return pd.Series(pd.Categorical(keyed.model_key.to_numpy()), index=d.index)
+
+
+def paired(lab: pd.DataFrame) -> pd.DataFrame:
+    """Two candidates on the decisions both labelled, per type and week.
+
+    Per candidate pair ('*') and per pair of identity keys: counts, accuracies, the difference with its
+    paired Wald 95% interval, McNemar's exact p.
+    """
+    rows = []
+    cands = sorted(lab.candidate.dropna().unique())
+    for i, a in enumerate(cands):
+        for b in cands[i + 1:]:
+            left = lab[lab.candidate == a][["decision_id", "decision_type", "week", "model_key", "correct"]]
+            right = lab[lab.candidate == b][["decision_id", "model_key", "correct"]]
+            both = left.merge(right, on="decision_id", suffixes=("_a", "_b"))
+            both["model_key_a"] = both.model_key_a.astype(str)
+            both["model_key_b"] = both.model_key_b.astype(str)
+            star = both.assign(model_key_a="*", model_key_b="*")
+            keys = ["decision_type", "week", "model_key_a", "model_key_b"]
+            for frame in (both, star):
+                g = frame.assign(ca=frame.correct_a.astype(int), cb=frame.correct_b.astype(int))
+                g["only_a"] = (g.ca > g.cb).astype(int)
+                g["only_b"] = (g.cb > g.ca).astype(int)
+                s = g.groupby(keys, observed=True)[["ca", "cb", "only_a", "only_b"]].agg(["sum", "count"])
+                n = s[("ca", "count")].to_numpy(float)
+                oa, ob = s[("only_a", "sum")].to_numpy(float), s[("only_b", "sum")].to_numpy(float)
+                diff = (ob - oa) / n
+                half = 1.959963984540054 * np.sqrt(np.maximum(oa + ob - (ob - oa) ** 2 / n, 0)) / n
+                out = s.index.to_frame(index=False).assign(
+                    candidate_a=a, candidate_b=b, paired=n, accuracy_a=s[("ca", "sum")].to_numpy() / n,
+                    accuracy_b=s[("cb", "sum")].to_numpy() / n, difference=diff, difference_low=diff - half,
+                    difference_high=diff + half,
+                    mcnemar_p=np.minimum(1.0, 2 * binom.cdf(np.minimum(oa, ob), oa + ob, 0.5)),
+                )
+                rows.append(out)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def identities(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per type, week and key: scored decisions, first and last seen."""
+    g = scored.groupby(["decision_type", "week", "model_key"], observed=True).received_at
+    return pd.DataFrame({"scored": g.size(), "first_seen": g.min(), "last_seen": g.max()}).reset_index()
 
 
 def scoped_groups(frame: pd.DataFrame) -> list[tuple[tuple[object, object, str], pd.DataFrame]]:
@@ -109,14 +181,15 @@ def scoped_groups(frame: pd.DataFrame) -> list[tuple[tuple[object, object, str],
 
 
 def funnel(d: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Funnel counts and not-scored reasons per type and week."""
-    g = d.groupby(["decision_type", "week"])
+    """Funnel counts (per candidate, with the outcomes outside the options) and not-scored reasons."""
+    g = d.groupby(["decision_type", "week", "candidate"], observed=True, dropna=False)
     f = pd.DataFrame(
         {
             "offered": g.size(),
             "sampled": g.sampled.sum(),
             "scored": g.scored.sum(),
             "labelled": g.labelled.sum(),
+            "outside_options": g.outside_options.sum(),
         }
     )
     f["unjoined"] = f.scored - f.labelled
@@ -249,6 +322,8 @@ def drift(scored: pd.DataFrame, calib: pd.DataFrame) -> pd.DataFrame:
         for i, w in enumerate(weeks[1:], start=1):
             ref = np.isin(week, weeks[max(0, i - 4) : i])
             cur = week == w
+            if not ref.any() or not cur.any():  # an identity new this week (or gone): no reference
+                continue
             edges = np.quantile(q[ref], np.arange(1, 10) / 10, method="inverted_cdf")
             a = np.bincount(np.searchsorted(edges, q[cur]), minlength=10) / cur.sum()
             e = np.bincount(np.searchsorted(edges, q[ref]), minlength=10) / ref.sum()
@@ -338,6 +413,8 @@ def run(root: Path, out: Path, as_of: pd.Timestamp) -> dict[str, int]:
         "severe": severe[["decision_id"]],
         "drift": drift(scored, calib),
         "latency_cost": latency_and_cost(scored),
+        "paired": paired(lab),
+        "identities": identities(scored),
     }
     out.mkdir(parents=True, exist_ok=True)
     for name, table in results.items():

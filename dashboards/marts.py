@@ -1,8 +1,9 @@
 """The one place that knows the marts' layout and columns: everything else asks this module.
 
-The marts are grouped today by ``model_key`` (``name@sha256[:12]/quantization``, ``'*'`` over all
-models); the report speaks of a *candidate* (``CANDIDATE``) and its *identity*, so when the marts move to
-``candidate`` + ``model_identity_sha256`` only this module changes. Marts are read from a folder or
+The quality marts are grouped by ``model_key``: ``<candidate> <model>/<quant>/<device>/<normalization>
+#<identity sha12>`` for records v1.1 rows, ``name@sha256[:12]/quantization`` for v1 rows, ``'*'`` over
+all; the report calls it the *candidate* (``CANDIDATE``) and shows its *identity*, so a change of the
+marts' key changes only this module. Marts are read from a folder or
 ``s3://bucket/prefix`` through a pyarrow filesystem (``pipelines.storage``), never row data: the report
 holds aggregates only.
 """
@@ -48,21 +49,32 @@ MARTS = (
 
 @dataclass(frozen=True)
 class Identity:
-    """What is known of a candidate's identity from the marts (more once they carry it)."""
+    """What the grouping key tells of a candidate and its identity."""
 
     candidate: str
     model_name: str
     sha256_prefix: str
     quantization: str
+    device: str = ""
+    normalization: str = ""
 
     @property
     def label(self) -> str:
-        """A readable label: ``name/quantization (sha256 prefix)``."""
-        return f"{self.model_name}/{self.quantization} ({self.sha256_prefix})"
+        """A readable label: ``name/quantization[/device/normalization] (sha256 prefix)``."""
+        parts = [self.model_name, self.quantization, self.device, self.normalization]
+        return f"{'/'.join(p for p in parts if p)} ({self.sha256_prefix})"
 
 
 def identity_of(candidate: str) -> Identity:
-    """Parse a candidate key (``name@sha12/quantization``) into its parts."""
+    """Parse a grouping key.
+
+    Records v1.1: ``<candidate> <model>/<quant>/<device>/<norm> #<sha12>``; v1: ``name@sha12/quantization``.
+    """
+    if " #" in candidate:
+        head, _, sha = candidate.rpartition(" #")
+        _name, _, spec = head.partition(" ")
+        model, quant, device, norm = ([*spec.split("/"), "", "", "", ""])[:4]
+        return Identity(candidate, model, sha, quant, device, norm)
     name, _, rest = candidate.partition("@")
     sha, _, quant = rest.partition("/")
     return Identity(candidate, name, sha, quant)

@@ -25,6 +25,7 @@ def pipelines() -> None:
       semif-shadow pipelines generate --root records --decisions 100000
       semif-shadow pipelines run --root records --week 2026-W48
       semif-shadow pipelines sql --model calibration
+      semif-shadow pipelines policy choose --root records --week 2026-W47 --type ticket_routing --out p.json
     """
 
 
@@ -43,6 +44,9 @@ def pipelines() -> None:
     help="0-based week with injected drift (overconfidence and a mix shift); -1 for none.",
 )
 @click.option("--seed", type=int, default=7, show_default=True, help="Same seed, same files.")
+@click.option("--challenger", is_flag=True, help="A second candidate, `challenger`, on the same decisions.")
+@click.option("--identity-change-week", type=int, default=-1, show_default=True,
+              help="0-based week whose Thursday the default candidate's KV type changes; -1 for none.")
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
 def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     root: str,
@@ -51,6 +55,8 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     first_week: str,
     drift_week: int,
     seed: int,
+    challenger: bool,
+    identity_change_week: int,
     s3_endpoint: str | None,
 ) -> None:
     """Write realistic records proposals and outcomes with known properties (Hive-partitioned).
@@ -58,12 +64,15 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     \b
     Example:
       semif-shadow pipelines generate --root records --decisions 1000000 --weeks 5
+      semif-shadow pipelines generate --root ab --decisions 100000 --challenger --identity-change-week 2
     """
-    from pipelines.errors import PipelinesError  # noqa: PLC0415  (keep --help fast)
+    from pipelines import synth  # noqa: PLC0415  (keep --help fast)
+    from pipelines.errors import PipelinesError  # noqa: PLC0415
     from pipelines.generate import Plan, generate  # noqa: PLC0415
     from pipelines.storage import open_root  # noqa: PLC0415
     from pipelines.weeks import parse_week  # noqa: PLC0415
 
+    change = None if identity_change_week < 0 else synth.IdentityChange(identity_change_week)
     try:
         plan = Plan(
             decisions=decisions,
@@ -71,6 +80,10 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
             first_monday=parse_week(first_week, "first-week"),
             drift_week=None if drift_week < 0 else drift_week,
             seed=seed,
+            knobs=synth.Knobs(
+                challenger=synth.CHALLENGER if challenger else None,
+                identity_change=change,
+            ),
         )
         started = time.perf_counter()
         counts = generate(open_root(root, s3_endpoint), plan)
@@ -218,3 +231,12 @@ def sql_command(model_name: str | None) -> None:
     for model in models:
         click.echo(f"-- {model.layer}/{model.name}.sql ({model.kind})")
         click.echo(model.create_statement() + ";\n")
+
+
+def _add_policy() -> None:
+    from pipelines.policy_cli import policy  # noqa: PLC0415  (click only: keeps --help fast)
+
+    pipelines.add_command(policy)
+
+
+_add_policy()

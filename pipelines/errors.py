@@ -7,6 +7,7 @@ The tree::
     +-- NoInput                 the root holds no records files for the requested window
     +-- SchemaMismatch          a Parquet file does not follow records
     +-- PriceTableError         the price table is missing, malformed or lacks an instance type
+    +-- PolicyMismatch          a policy replayed on records scored under another model identity
 
 Third-party errors (pyarrow, DuckDB, botocore) are translated at the boundary in ``storage.py`` and
 ``runner.py``; the CLI prints one line and exits non-zero.
@@ -37,3 +38,7 @@ class SchemaMismatch(PipelinesError):
 
 class PriceTableError(PipelinesError):
     """The dated price table cannot be used."""
+
+
+class PolicyMismatch(PipelinesError):
+    """A policy replayed on records of another model identity than the one it is valid for."""

@@ -10,7 +10,7 @@ files. Used by the tests, ``bench/pipelines.py`` and the demo.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
     from pipelines.storage import Root
 
+CHALLENGER = "challenger"
 DAY_US = 24 * synth.HOUR_US
+KV_TYPE = "f16"
 TEMPLATE_SHA256 = "c0ffee" + "0" * 58
 NORMALIZATION = "none"
 WEEK_US = 7 * DAY_US
@@ -64,6 +66,7 @@ class Draws:
     p: np.ndarray
     model_idx: np.ndarray
     truth: np.ndarray
+    intended: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,13 @@ def generate(root: Root, plan: Plan) -> dict[str, int]:
     for chunk in chunks(plan):
         rng = np.random.default_rng([plan.seed, chunk.week, plan.knobs.types.index(chunk.spec)])
         drifted = chunk.week == plan.drift_week
-        proposals, outcomes = draw_chunk(rng, chunk, plan.knobs, drifted)
+        proposals, outcomes, draws = draw_chunk(rng, chunk, plan.knobs, drifted)
         counts["files"] += write_partitioned(root, "proposals", proposals, "received_at", chunk)
+        if plan.knobs.challenger is not None:
+            challenger = challenger_proposals(rng, chunk, plan.knobs, draws)
+            counts["files"] += write_partitioned(root, "proposals", challenger, "received_at", chunk,
+                                                 writer="gen-0002")
+            counts["proposals"] += challenger.num_rows
         counts["files"] += write_partitioned(root, "outcomes", outcomes, "outcome_at", chunk)
         counts["proposals"] += proposals.num_rows
         counts["outcomes"] += outcomes.num_rows
@@ -107,8 +115,8 @@ def draw_chunk(
     chunk: Chunk,
     knobs: synth.Knobs,
     drifted: bool,
-) -> tuple[pa.Table, pa.Table]:
-    """The proposals and outcomes of one chunk."""
+) -> tuple[pa.Table, pa.Table, Draws]:
+    """The proposals and outcomes of one chunk, and the draws behind them."""
     n, spec = chunk.n, chunk.spec
     received = chunk.start_us + np.sort(rng.integers(0, WEEK_US, n))
     ids = pc.binary_join_element_wise(
@@ -123,8 +131,22 @@ def draw_chunk(
     temperature = knobs.drift_temperature if drifted else knobs.temperature
     truth = synth.draw_outcomes(rng, p, temperature)
     truth = np.where(scored, truth, intended)  # production decides every decision, scored or not
-    draws = Draws(ids, received, status_idx, scored, p, model_idx, truth)
-    return proposals_table(rng, chunk, knobs, draws), outcomes_table(rng, chunk, knobs, draws)
+    draws = Draws(ids, received, status_idx, scored, p, model_idx, truth, intended)
+    return proposals_table(rng, chunk, knobs, draws), outcomes_table(rng, chunk, knobs, draws), draws
+
+
+def challenger_proposals(
+    rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws
+) -> pa.Table:
+    """The challenger's rows for the same decisions: its own statuses, fleet draws and probabilities."""
+    spec = knobs.challenger
+    assert spec is not None
+    status_idx, scored = draw_statuses_for(rng, chunk.n, knobs)
+    p = synth.probabilities(rng, draws.intended, len(chunk.spec.options), np.full(chunk.n, spec.signal))
+    mine = Draws(draws.ids, draws.received, status_idx, scored, p, np.zeros(chunk.n, np.int64), draws.truth,
+                 draws.intended)
+    alone = replace(knobs, models=(spec,), identity_change=None)
+    return proposals_table(rng, chunk, alone, mine, CHALLENGER)
 
 
 def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> tuple[np.ndarray, np.ndarray]:
@@ -132,8 +154,14 @@ def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> t
     return synth.draw_statuses(rng, n, knobs.not_scored)
 
 
-def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws) -> pa.Table:
-    """Assemble the proposals rows of one chunk in the records schema."""
+def proposals_table(
+    rng: np.random.Generator,
+    chunk: Chunk,
+    knobs: synth.Knobs,
+    draws: Draws,
+    candidate: str = DEFAULT_CANDIDATE,
+) -> pa.Table:
+    """Assemble one candidate's proposals rows of one chunk in the records schema."""
     n, k = chunk.n, len(chunk.spec.options)
     ids, received, status_idx, scored, p = draws.ids, draws.received, draws.status_idx, draws.scored, draws.p
     statuses = np.array([s for s, _, _ in knobs.not_scored] + ["scored"], dtype=object)
@@ -164,7 +192,9 @@ def proposals_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, 
         "scorer_ms": pa.array(scorer_ms, mask=~scored),
         "queue_ms": pa.array(total_ms - scorer_ms - 2.0, mask=~scored),
     }
-    cols |= identity_columns(knobs, fleet_idx, draws.model_idx, scored)
+    changed = changed_rows(chunk, knobs.identity_change, received)
+    cols |= identity_columns(knobs, fleet_idx, draws.model_idx, scored, changed)
+    cols["candidate"] = pa.array([candidate] * n, pa.string())
     cols |= constant_columns(rng, n, scored)
     return pa.Table.from_pydict({f.name: cols[f.name] for f in PROPOSALS}, schema=PROPOSALS)
 
@@ -178,28 +208,39 @@ def list_column(values: np.ndarray, present: np.ndarray) -> pa.Array:
     )
 
 
+def changed_rows(chunk: Chunk, change: synth.IdentityChange | None, received: np.ndarray) -> np.ndarray:
+    """Rows received after the identity change (from its week's Thursday 00:00 UTC; none without one)."""
+    if change is None or change.week != chunk.week:
+        return np.zeros(received.size, dtype=bool)
+    return np.asarray(received >= chunk.start_us + 3 * DAY_US)
+
+
 def identity_columns(
-    knobs: synth.Knobs, fleet_idx: np.ndarray, model_idx: np.ndarray, scored: np.ndarray
+    knobs: synth.Knobs, fleet_idx: np.ndarray, model_idx: np.ndarray, scored: np.ndarray, changed: np.ndarray
 ) -> dict[str, pa.Array]:
-    """Backend, device and model identity of each row (null where nothing was scored)."""
+    """Backend, device, model identity and normalization of each row (identity null where nothing was scored).
+
+    ``changed`` rows carry ``knobs.identity_change``'s field value instead.
+    """
 
     def pick(values: list[str], idx: np.ndarray) -> pa.Array:
         return pc.if_else(
             pa.array(~scored), pa.scalar(None, pa.string()), pa.array(values).take(pa.array(idx))
         )
 
-    fleets, models = knobs.fleets, knobs.models
+    fleets, models, change = knobs.fleets, knobs.models, knobs.identity_change
+    field = {"kv_type": KV_TYPE, "normalization": NORMALIZATION}
+    variants = [field, field if change is None else field | {change.field: change.value}]
     identities = [
         model_identity({"name": m.name, "sha256": m.sha256, "quantization": m.quantization,
-                        "runtime_version": "llama.cpp b6000", "device": f.device,
+                        "runtime_version": "llama.cpp b6000", "device": f.device, "kv_type": v["kv_type"],
                         "instance_type": f.instance_type, "image_digest": f"sha256:{f.device:0>8}"},
-                       "semif-v1", TEMPLATE_SHA256, NORMALIZATION)
-        for f in fleets for m in models
+                       "semif-v1", TEMPLATE_SHA256, v["normalization"])
+        for v in variants for f in fleets for m in models
     ]
-    combined = fleet_idx * len(models) + model_idx
+    combined = (changed * len(fleets) + fleet_idx) * len(models) + model_idx
     return {
-        "candidate": pa.array([DEFAULT_CANDIDATE] * len(scored), pa.string()),
-        "normalization": pa.array([NORMALIZATION] * len(scored), pa.string()),
+        "normalization": pa.array([v["normalization"] for v in variants]).take(pa.array(changed * 1)),
         "model_identity": pick([text for text, _ in identities], combined),
         "model_identity_sha256": pick([sha for _, sha in identities], combined),
         "backend": pick([f.backend for f in fleets], fleet_idx),
@@ -239,7 +280,7 @@ def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, d
     n, options = chunk.n, [*chunk.spec.options, synth.REVIEW_OPTION]
     ids, received, truth = draws.ids, draws.received, draws.truth
     labelled = rng.random(n) < knobs.label_rate
-    truth = np.where(rng.random(n) < knobs.review_rate, len(options) - 1, truth)
+    truth = np.where(rng.random(n) < knobs.review_rate, len(options) - 1, truth)  # review: not an option
     delay = synth.outcome_delay_us(rng, n)
     dup = labelled & (rng.random(n) < knobs.duplicate_outcome_rate)
     rows = np.concatenate([np.flatnonzero(labelled), np.flatnonzero(dup)])
@@ -257,13 +298,15 @@ def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, d
             "outcome_at": pa.array(at).cast(TS),
             "source": pa.array(["api"] * m, pa.string()),
             "writer_id": pa.array([WRITER] * m, pa.string()),
-            "in_options": pa.array(np.ones(m, dtype=bool)),  # review is a declared option in the catalog
+            "in_options": pa.array(value < len(chunk.spec.options)),  # review is not one of the options
         },
         schema=OUTCOMES,
     )
 
 
-def write_partitioned(root: Root, dataset: str, table: pa.Table, time_column: str, chunk: Chunk) -> int:
+def write_partitioned(  # noqa: PLR0913  (one file set's where and what)
+    root: Root, dataset: str, table: pa.Table, time_column: str, chunk: Chunk, *, writer: str = WRITER
+) -> int:
     """Write ``table`` (sorted by ``time_column``) as one file per UTC date; return the number of files."""
     days = pc.cast(pc.divide(table[time_column].cast(pa.int64()), DAY_US), pa.int64()).to_numpy()
     if days.size == 0:
@@ -273,7 +316,7 @@ def write_partitioned(root: Root, dataset: str, table: pa.Table, time_column: st
     for seq, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
         date = (dt.date(1970, 1, 1) + dt.timedelta(days=int(days[lo]))).isoformat()
         folder = root.join(dataset, f"decision_type={chunk.spec.name}", f"date={date}")
-        name = f"{WRITER}-{chunk.week * 100_000 + seq:08d}.parquet"
+        name = f"{writer}-{chunk.week * 100_000 + seq:08d}.parquet"
         write_whole(root, folder, name, table.slice(lo, hi - lo))
     return int(starts.size)
 

@@ -44,9 +44,9 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         ("decisions_per_hour", REAL), ("peak_per_hour", COUNT),
     ],
     "funnel": [
-        *WEEK,
-        *columns("offered sampled scored not_scored labelled unjoined with_outcome", COUNT),
-        ("label_rate", REAL),
+        *WEEK, ("candidate", TEXT),
+        *columns("offered sampled scored not_scored labelled unjoined with_outcome outside_options", COUNT),
+        *columns("label_rate outside_options_rate", REAL),
     ],
     "funnel_reasons": [*WEEK, *columns("status reason", TEXT), ("decisions", COUNT)],
     "confusion": [*SCOPE, *columns("outcome proposal", TEXT), ("decisions", COUNT)],
@@ -62,7 +62,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     "agreement": [
         *SCOPE, *columns("scored labelled", COUNT),
         *columns("label_rate accuracy kappa baseline_accuracy baseline_kappa", REAL),
-        ("severe_errors", COUNT),
+        ("severe_errors", COUNT), ("outside_options", COUNT), ("outside_options_rate", REAL),
     ],
     "reliability": [
         *SCOPE, ("bin", INDEX),
@@ -112,6 +112,22 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("correct_accepted_estimate busy_hours utilization instance_hours usd_per_hour", REAL),
         *columns("uncached_tokens cached_tokens", COUNT), ("price_date", DATE),
         *columns("cost_usd cost_per_accepted cost_per_correct_accepted", REAL),
+    ],
+    "identities": [
+        *SCOPE,
+        *columns("candidate model_identity_sha256 model_name quantization device normalization", TEXT),
+        *columns("first_seen last_seen", INSTANT), *columns("scored candidate_identities", COUNT),
+    ],
+    "identity_changes": [
+        *WEEK, ("candidate", TEXT), *columns("changed_at previous_last_seen", INSTANT),
+        *columns("from_identity_sha256 to_identity_sha256 field before after", TEXT),
+    ],
+    "paired": [
+        *WEEK, *columns("candidate_a model_key_a candidate_b model_key_b", TEXT),
+        *columns("paired correct_a correct_b both_correct only_a only_b neither", COUNT),
+        *columns("accuracy_a accuracy_b difference difference_low difference_high mcnemar_p", REAL),
+        *columns("mean_confidence_a mean_confidence_b brier_top_a brier_top_b", REAL),
+        *columns("mean_scorer_ms_a mean_scorer_ms_b usd_per_1k_a usd_per_1k_b", REAL),
     ],
 }
 """Every mart's columns in order, without the writer's ``RUN`` columns."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
+from scipy.stats import norm
 
 from pipelines.errors import PipelinesError
 from pipelines.output import write_marts
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 BUILT_BY_TYPE = "int_decisions"
 """The model built one decision type at a time (proposals and outcomes join on decision id and type)."""
 
+IDENTITY_SETTLE_MINUTES = 60
+"""Identities first seen this long after their candidate and fleet started are changes (identity_changes)."""
 PSI_RESOLUTION = 1000
 PSI_FLOOR = 1e-4
 
@@ -98,6 +101,8 @@ def bind_config(
         "psi_resolution": PSI_RESOLUTION,
         "psi_floor": PSI_FLOOR,
         "utilization": settings.utilization,
+        "paired_z": float(norm.ppf(0.5 + settings.bootstrap_level / 2)),
+        "identity_settle_minutes": IDENTITY_SETTLE_MINUTES,
     }
     types = {
         "read_start": "timestamptz",
@@ -109,6 +114,7 @@ def bind_config(
         "severe_confidence": "double",
         "psi_floor": "double",
         "utilization": "double",
+        "paired_z": "double",
     }
     columns = ", ".join(f"${name}::{types.get(name, 'integer')} as {quote_ident(name)}" for name in params)
     con.execute(f"create or replace table run_params as select {columns}", params)

@@ -50,6 +50,9 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "risk_coverage"),
     ("intermediate", "int_accepted"),
     ("marts", "selective"),
+    ("marts", "identities"),
+    ("marts", "identity_changes"),
+    ("marts", "paired"),
     ("marts", "cost"),
 )
 """Every model in dependency order."""

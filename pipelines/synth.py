@@ -83,6 +83,23 @@ NOT_SCORED = (  # (status, reason, share of offered decisions)
 
 
 @dataclass(frozen=True)
+class IdentityChange:
+    """A candidate's identity changing mid-week.
+
+    From ``week``'s Thursday 00:00 UTC on, ``field`` (the model's ``kv_type``, or ``normalization``) takes
+    ``value``.
+    """
+
+    week: int
+    field: str = "kv_type"
+    value: str = "q8_0"
+
+
+CHALLENGER = ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q8_0", 4.5, 1.0)
+"""A second candidate scored on the same decisions (``Knobs.challenger``), sharper than the default."""
+
+
+@dataclass(frozen=True)
 class Knobs:
     """The known properties of the generated data."""
 
@@ -96,6 +113,10 @@ class Knobs:
     fleets: tuple[Fleet, ...] = DEFAULT_FLEETS
     models: tuple[ModelSpec, ...] = DEFAULT_MODELS
     not_scored: tuple[tuple[str, str, float], ...] = field(default=NOT_SCORED)
+    challenger: ModelSpec | None = None
+    """Candidate ``challenger``: every decision offered to the default candidate is offered to it too."""
+    identity_change: IdentityChange | None = None
+    """The default candidate's identity change, if any."""
 
 
 def week_mix(spec: DecisionSpec, drifted: bool, shift: float) -> np.ndarray:

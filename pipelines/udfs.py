@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 from duckdb.func import ARROW
-from duckdb.sqltypes import BIGINT, DOUBLE
+from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
 from scipy.special import betaincinv
+from scipy.stats import binom
 
 if TYPE_CHECKING:
     import duckdb
@@ -24,8 +26,49 @@ def cp_lower(successes: pa.Array, trials: pa.Array, alpha: pa.Array) -> pa.Array
     return pa.array(bound, type=pa.float64())
 
 
+def mcnemar_exact_p(only_a: pa.Array, only_b: pa.Array) -> pa.Array:
+    """McNemar's exact two-sided p-value: 2 P(X <= min(b, c)), X ~ Binomial(b + c, 1/2), capped at 1."""
+    b = only_a.to_numpy(zero_copy_only=False).astype(np.float64)
+    c = only_b.to_numpy(zero_copy_only=False).astype(np.float64)
+    return pa.array(np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5)), type=pa.float64())
+
+
+DIFF_TYPE = "STRUCT(field VARCHAR, before VARCHAR, after VARCHAR)[]"
+
+
+def flatten(value: Any, path: str = "") -> dict[str, str]:
+    """A JSON value as ``{dotted.path: canonical JSON of the leaf}`` (objects descended, lists kept whole)."""
+    if isinstance(value, dict) and value:
+        found: dict[str, str] = {}
+        for key, item in value.items():
+            found |= flatten(item, f"{path}.{key}" if path else str(key))
+        return found
+    return {path: json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)}
+
+
+def identity_diff(before: str | None, after: str | None) -> list[dict[str, str | None]]:
+    """The fields of two model identities (canonical JSON) that differ, in path order, with both values.
+
+    A field present on one side only has ``None`` on the other; null input reads as ``{}``.
+    """
+    old = flatten(json.loads(before)) if before else {}
+    new = flatten(json.loads(after)) if after else {}
+    return [
+        {"field": name, "before": old.get(name), "after": new.get(name)}
+        for name in sorted(old.keys() | new.keys())
+        if old.get(name) != new.get(name)
+    ]
+
+
 def register_udfs(con: duckdb.DuckDBPyConnection) -> None:
-    """Register ``cp_lower(successes, trials, alpha)`` (vectorized, over Arrow arrays)."""
+    """Register ``cp_lower``, ``mcnemar_exact_p`` (vectorized, over Arrow arrays) and ``identity_diff``."""
     con.create_function(
         "cp_lower", cp_lower, [BIGINT, BIGINT, DOUBLE], DOUBLE, type=ARROW, side_effects=False
+    )
+    con.create_function(
+        "mcnemar_exact_p", mcnemar_exact_p, [BIGINT, BIGINT], DOUBLE, type=ARROW, side_effects=False
+    )
+    con.create_function(  # type: ignore[call-overload]  # (the stubs do not list struct-list returns)
+        "identity_diff", identity_diff, [VARCHAR, VARCHAR], DIFF_TYPE, side_effects=False,
+        null_handling="special",
     )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pipelines import runner
+from pipelines import runner, synth
 from pipelines.generate import Plan, generate
 from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 
 PLAN = Plan(decisions=40_000, weeks=5, drift_week=4, seed=11)
 FIRST, LAST = "2026-W44", "2026-W48"
+AB_PLAN = Plan(
+    decisions=16_000, weeks=2, drift_week=None, seed=13,
+    knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=1)),
+)
+"""Two candidates (``default`` and ``challenger``) on the same decisions; ``default``'s KV type changes
+from f16 to q8_0 on Thursday of the second week (2026-W45)."""
+AB_FIRST, AB_LAST = "2026-W44", "2026-W45"
 AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
 """Late enough that every generated outcome is known."""
 
@@ -89,3 +96,25 @@ def mart(computed: Computed, name: str) -> list[dict[str, object]]:
 def model_sql(name: str) -> str:
     """The SQL of one model, as the runner executes it."""
     return next(m.sql for m in load_models() if m.name == name)
+
+
+@pytest.fixture(scope="session")
+def ab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two candidates on the same 16,000 decisions over two weeks, with an identity change mid-W45."""
+    root = tmp_path_factory.mktemp("ab_records")
+    generate(open_root(str(root)), AB_PLAN)
+    return root
+
+
+@pytest.fixture(scope="session")
+def ab_computed(ab_root: Path) -> Iterator[Computed]:
+    """Every mart over the two-candidate records (not written)."""
+    run = run_window(ab_root, None, first=AB_FIRST, last=AB_LAST)
+    yield run
+    run.con.close()
+
+
+@pytest.fixture(scope="session")
+def ab_records(ab_root: Path) -> Records:
+    """The two-candidate records read independently (pyarrow and pandas)."""
+    return load_records(ab_root, AS_OF)

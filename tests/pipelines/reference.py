@@ -54,10 +54,20 @@ def load_records(root: Path, as_of: dt.datetime) -> Records:
     decisions = proposals.merge(latest, on="decision_id", how="left")
     iso = decisions.received_at.dt.isocalendar()
     decisions["week"] = iso.year.astype(str) + "-W" + iso.week.astype(str).str.zfill(2)
-    decisions["model_key"] = (
-        decisions.model_name + "@" + decisions.model_sha256.str[:12] + "/" + decisions.quantization
-    )
+    decisions["model_key"] = model_keys(decisions)
     return Records(decisions, outcomes)
+
+
+def model_keys(d: pd.DataFrame) -> pd.Series:
+    """The marts' group: candidate and identity, ``<candidate> <model>/<quant>/<device>/<norm> #<sha12>``.
+
+    v1 rows (no identity) keep the v1 key ``<model>@<sha12>/<quant>``.
+    """
+    v1 = d.model_name + "@" + d.model_sha256.str[:12] + "/" + d.quantization.fillna("")
+    label = (d.candidate.fillna("") + " " + d.model_name.fillna("") + "/" + d.quantization.fillna("")
+             + "/" + d.device.fillna("") + "/" + d.normalization.fillna("")
+             + " #" + d.model_identity_sha256.str[:12])
+    return label.where(d.model_identity_sha256.notna(), v1)
 
 
 def scope(frame: pd.DataFrame, decision_type: str, week: str, model_key: str = "*") -> pd.DataFrame:

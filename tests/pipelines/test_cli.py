@@ -21,13 +21,17 @@ from pipelines.weeks import window
 from semif_shadow.cli import main
 from tests.pipelines.conftest import AS_OF, FIRST, LAST
 
+EMPTY_WITH_ONE_CANDIDATE = frozenset({"paired", "identity_changes"})
+"""Marts with no row in the session data (one candidate, no identity change): see marts/test_paired.py."""
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from tests.pipelines.conftest import Computed
 
 
-@pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"]])
+@pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"], ["policy"], ["policy", "choose"],
+                                     ["policy", "replay"]])
 def test_every_pipelines_command_has_help_with_an_example(command: list[str]) -> None:
     """`--help` of the group and of each subcommand exits 0 and shows an Example block, unwrapped."""
     result = CliRunner().invoke(main, ["pipelines", *command, "--help"])
@@ -67,7 +71,8 @@ def test_the_printed_sql_run_elsewhere_gives_the_marts(records_root: Path, compu
         for name in mart_names():
             query = f"select * from {name} order by all"  # noqa: S608  (our mart names)
             theirs, ours = con.sql(query).fetchall(), computed.con.sql(query).fetchall()
-            assert len(theirs) == len(ours) > 0, name
+            assert len(theirs) == len(ours), name
+            assert ours or name in EMPTY_WITH_ONE_CANDIDATE, name
             for their_row, our_row in zip(theirs, ours, strict=True):
                 for their, our in zip(their_row, our_row, strict=True):
                     if isinstance(our, float):

@@ -9,7 +9,7 @@ from tests.pipelines.conftest import Computed, mart
 
 GROUP = ("decision_type", "week_start", "model_key")
 GRAIN = {
-    "funnel": ("decision_type", "week_start"),
+    "funnel": ("decision_type", "week_start", "candidate"),
     "funnel_reasons": ("decision_type", "week_start", "status", "reason"),
     "confusion": (*GROUP, "outcome", "proposal"),
     "per_option": (*GROUP, "option_id"),
@@ -27,7 +27,12 @@ GRAIN = {
     "selective": GROUP,
     "latency": ("decision_type", "week_start", "backend", "device", "instance_type"),
     "cost": ("decision_type", "week_start", "backend", "device", "instance_type", "model_name"),
+    "identities": GROUP,
+    "identity_changes": ("decision_type", "week_start", "candidate", "to_identity_sha256", "field"),
+    "paired": ("decision_type", "week_start", "candidate_a", "model_key_a", "candidate_b", "model_key_b"),
 }
+TWO_CANDIDATES = frozenset({"identity_changes", "paired"})
+"""Marts whose rows need two candidates or an identity change: checked on the A/B records."""
 ACCEPTED = {
     ("drift", "confidence_psi_band"): {"stable", "moderate", "significant", None},
     ("drift", "mix_psi_band"): {"stable", "moderate", "significant", None},
@@ -43,9 +48,14 @@ def test_every_mart_has_a_declared_grain() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GRAIN))
-def test_mart_grain_is_unique_and_keys_are_not_null(computed: Computed, name: str) -> None:
-    """One row per grain key, no null key, accepted values only, and shares within [-1, 1] or [0, 1]."""
-    rows = mart(computed, name)
+def test_mart_grain_is_unique_and_keys_are_not_null(
+    computed: Computed, ab_computed: Computed, name: str
+) -> None:
+    """One row per grain key, no null key, accepted values only, and shares within [-1, 1] or [0, 1].
+
+    On the one-candidate records, and on the two-candidate ones for the marts that need them.
+    """
+    rows = mart(ab_computed if name in TWO_CANDIDATES else computed, name)
     assert rows, name
     keys = [tuple(row[k] for k in GRAIN[name]) for row in rows]
     assert len(keys) == len(set(keys)), name

@@ -53,7 +53,7 @@ def test_rerunning_a_week_gives_the_same_outputs(records_root: Path, tmp_path: P
                 assert again[column] == values, (mart, column)
     with duckdb.connect(str(tmp_path / "a" / DATABASE_FILE), read_only=True) as db:
         rows = db.sql("select count(*) from agreement").fetchall()[0][0]
-    assert rows == first.result.rows["agreement"] == 6
+    assert rows == first.result.rows["agreement"] == 10
 
 
 def test_late_outcomes_change_the_week_and_maturity_says_so(records_root: Path, tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 -- mart needs. Strings live in `int_segments` (the row keeps its segment hash, and the proposal and outcome
 -- as positions in the segment's options; an id outside them is kept as text); the probability vector is
 -- kept only for labelled decisions whose outcome is an option (Brier, log-loss, classwise calibration),
--- the decision id and time only where a severe error is possible. Latency and usage read the proposals.
+-- the decision id and time only where a severe error is possible; `decision_key` (the id's 64-bit hash)
+-- pairs the rows of several candidates on one decision (`paired`). Latency and usage read the proposals.
 -- Materialized once so the raw Parquet is scanned and joined once.
 with proposals as (
     select * from stg_proposals
@@ -29,8 +30,8 @@ joined as (
 
 final as (
     select
-        hash(decision_type, status, reason, model_name, model_sha256, quantization, backend, device,
-             instance_type, option_ids) as segment,
+        hash(decision_type, status, reason, candidate, model_identity_sha256, normalization, model_name,
+             model_sha256, quantization, backend, device, instance_type, option_ids) as segment,
         week_start,
         sampled,
         status = 'scored' as is_scored,
@@ -44,6 +45,7 @@ final as (
         proposal = outcome as correct,
         case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
         -- UBIGINT on both sides: hash() % an INTEGER is computed in HUGEINT (~3 CPU-s more per 10M)
+        hash(decision_id) as decision_key,
         (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,

@@ -1,5 +1,7 @@
 -- Accuracy and Cohen's kappa per decision type, week and model identity, beside the best constant
 -- (always the most frequent outcome: accuracy = its share, kappa = 0), the label rate and severe errors.
+-- An outcome outside the options is a miss for every candidate; `outside_options` counts those labelled
+-- decisions and `outside_options_rate` is their share of the labelled.
 with options as (
     select * from per_option
 ),
@@ -15,6 +17,12 @@ severe as (
         union all
         select decision_type, week_start, '*' from severe_errors
     )
+    group by all
+),
+
+outside as (
+    select decision_type, week_start, model_key, sum(n) filter (where not outcome_in_options) as outside_options
+    from int_cube_scoped
     group by all
 ),
 
@@ -37,10 +45,13 @@ final as (
         (summed.accuracy - summed.chance_agreement) / nullif(1 - summed.chance_agreement, 0) as kappa,
         summed.baseline_accuracy,
         0.0::double as baseline_kappa,
-        coalesce(severe.severe_errors, 0) as severe_errors
+        coalesce(severe.severe_errors, 0) as severe_errors,
+        coalesce(outside.outside_options, 0)::bigint as outside_options,
+        coalesce(outside.outside_options, 0) / summed.labelled as outside_options_rate
     from summed
     join rates using (decision_type, week_start, model_key)
     left join severe using (decision_type, week_start, model_key)
+    left join outside using (decision_type, week_start, model_key)
 )
 
 select * from final

@@ -1,4 +1,7 @@
--- Offered -> sampled -> scored -> labelled per decision type and week, with what is still unjoined.
+-- Offered -> sampled -> scored -> labelled per decision type, week and candidate (each candidate is offered
+-- every sampled decision; v1 rows, without a candidate, count as `default`), with what is still unjoined and
+-- the "none of the above" signal: `outside_options` decisions whose outcome is not one of their options
+-- (recorded `in_options = false`), `outside_options_rate` = outside_options / with_outcome.
 -- Invariants (tests/pipelines/test_funnel.py): scored + not_scored = offered; labelled + unjoined = scored.
 with decisions as (
     select * from int_decisions
@@ -13,7 +16,8 @@ per_segment as (
         count(*) filter (where not is_scored) as not_scored,
         count(*) filter (where labelled) as labelled,
         count(*) filter (where is_scored and not joined) as unjoined,
-        count(*) filter (where joined) as with_outcome
+        count(*) filter (where joined) as with_outcome,
+        count(*) filter (where joined and outcome_pos is null) as outside_options
     from decisions
     group by all
 ),
@@ -21,20 +25,25 @@ per_segment as (
 counts as (
     select
         segments.decision_type, cells.week_start, strftime(cells.week_start, '%G-W%V') as week,
+        coalesce(segments.candidate, 'default') as candidate,
         sum(cells.offered)::bigint as offered,
         sum(cells.sampled)::bigint as sampled,
         sum(cells.scored)::bigint as scored,
         sum(cells.not_scored)::bigint as not_scored,
         sum(cells.labelled)::bigint as labelled,
         sum(cells.unjoined)::bigint as unjoined,
-        sum(cells.with_outcome)::bigint as with_outcome
+        sum(cells.with_outcome)::bigint as with_outcome,
+        sum(cells.outside_options)::bigint as outside_options
     from per_segment as cells
     join int_segments as segments using (segment)
     group by all
 ),
 
 final as (
-    select *, labelled / nullif(scored, 0) as label_rate
+    select
+        *,
+        labelled / nullif(scored, 0) as label_rate,
+        outside_options / nullif(with_outcome, 0) as outside_options_rate
     from counts
 )
 

@@ -1,5 +1,5 @@
 -- One row per offered decision in the read window (target weeks plus the drift reference weeks),
--- with the Monday of its ISO week and a model identity key. Reads the registered raw relation `raw_proposals`.
+-- with the Monday of its ISO week, its candidate and model identity (v1.1; null in v1 files). Reads the registered raw relation `raw_proposals`.
 -- The week label (`2026-W48`) is added after aggregation, never per decision. The window's bounds are the
 -- variables `read_start` and `read_end`: constants, so the scan filters as it reads.
 with source as (
@@ -32,7 +32,10 @@ final as (
         model_name,
         model_sha256,
         quantization,
-        model_name || '@' || left(model_sha256, 12) || '/' || coalesce(quantization, '') as model_key,
+        candidate,
+        normalization,
+        model_identity,
+        model_identity_sha256,
         scorer_ms,
         total_ms,
         prompt_tokens,

@@ -17,7 +17,7 @@ from tests.pipelines.reference import Records, scope
 def test_accuracy_kappa_and_baseline_match_sklearn(computed: Computed, records: Records) -> None:
     """Accuracy and Cohen's kappa equal scikit-learn's; the baseline is the most frequent outcome's share."""
     rows = mart(computed, "agreement")
-    assert len(rows) == 30  # 2 types x 5 weeks x (2 models + '*')
+    assert len(rows) == 50  # 2 types x 5 weeks x (4 identities: 2 models x 2 devices, + '*')
     for row in rows:
         ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])
         assert row["labelled"] == len(ref)

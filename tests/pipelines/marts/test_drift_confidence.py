@@ -14,7 +14,7 @@ def test_confidence_psi_matches_numpy_on_reference_deciles(computed: Computed, r
     """Confidence PSI equals numpy's on the reference window's inverted-CDF deciles (in steps of 1/1000)."""
     scored = records.decisions[records.decisions.status == "scored"]
     rows = mart(computed, "drift_confidence")
-    assert len(rows) == 24  # weeks 45-48 have a reference
+    assert len(rows) == 40  # 2 types x weeks 45-48 (those have a reference) x (4 identities + '*')
     for row in rows:
         week = (row["week_start"] + dt.timedelta(days=3)).strftime("%G-W%V")
         key = (row["decision_type"], week, row["model_key"])

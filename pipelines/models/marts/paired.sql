@@ -1,0 +1,109 @@
+-- Two candidates compared on the decisions both scored and that have an outcome, per decision type and
+-- week: one row per pair of `model_key`s of two candidates (A < B by candidate name), and one per pair of
+-- candidates over all their identities (`model_key_a` = `model_key_b` = '*'). Correctness of each on the
+-- same decisions, McNemar's table (both right, only A, only B, neither), `difference` = accuracy B - A with
+-- its paired Wald interval (the normal interval of the mean per-decision difference: se = sqrt(only_a +
+-- only_b - (only_b - only_a)^2 / n) / n, z for `bootstrap_level`), McNemar's exact two-sided p-value on the
+-- discordant pairs (a binomial test, statsmodels' `mcnemar(exact=True)`), calibration of each on the pairs
+-- (mean confidence, top-label Brier: mean (confidence - correct)^2), and the scorer time and cost of each
+-- over all the decisions it scored that week (priced as in `cost`). Outcomes outside the options are misses
+-- for both. Decisions are paired by the 64-bit hash of their id (`int_decisions.decision_key`).
+with params as (
+    select paired_z, utilization from run_params
+),
+
+multi as (  -- decision types whose decisions more than one candidate scored
+    select decision_type from int_segments where is_scored group by all having count(distinct candidate) > 1
+),
+
+labelled as (
+    select segments.decision_type, segments.model_key, segments.candidate, decisions.week_start,
+        decisions.decision_key, decisions.correct, decisions.confidence
+    from int_decisions as decisions
+    join int_segments as segments using (segment)
+    where decisions.labelled and segments.decision_type in (select decision_type from multi)
+),
+
+pairs as (
+    select
+        a.decision_type, a.week_start, a.candidate as candidate_a, b.candidate as candidate_b,
+        coalesce(a.model_key, '*') as model_key_a, coalesce(b.model_key, '*') as model_key_b,
+        count(*)::bigint as paired,
+        count(*) filter (where a.correct)::bigint as correct_a,
+        count(*) filter (where b.correct)::bigint as correct_b,
+        count(*) filter (where a.correct and b.correct)::bigint as both_correct,
+        count(*) filter (where a.correct and not b.correct)::bigint as only_a,
+        count(*) filter (where b.correct and not a.correct)::bigint as only_b,
+        count(*) filter (where not a.correct and not b.correct)::bigint as neither,
+        avg(a.confidence) as mean_confidence_a,
+        avg(b.confidence) as mean_confidence_b,
+        avg((a.confidence - a.correct::int) ** 2) as brier_top_a,
+        avg((b.confidence - b.correct::int) ** 2) as brier_top_b
+    from labelled as a
+    join labelled as b
+        on a.decision_key = b.decision_key and a.decision_type = b.decision_type
+        and a.candidate < b.candidate
+    group by grouping sets (
+        (a.decision_type, a.week_start, a.candidate, b.candidate, a.model_key, b.model_key),
+        (a.decision_type, a.week_start, a.candidate, b.candidate)
+    )
+),
+
+usage as (
+    select
+        segments.decision_type, weeks.week_start, segments.candidate,
+        coalesce(segments.model_key, '*') as model_key,
+        sum(weeks.offered) as scored,
+        sum(weeks.sum_scorer_ms) as sum_scorer_ms,
+        sum(coalesce(weeks.sum_scorer_ms / 3600000.0 / params.utilization * instances.usd_per_hour,
+                     ((weeks.prompt_tokens - coalesce(weeks.cached_tokens, 0)) * tokens.usd_per_mtok_input
+                      + coalesce(weeks.cached_tokens, 0) * tokens.usd_per_mtok_cached) / 1e6)) as cost_usd
+    from int_segment_weeks as weeks
+    join int_segments as segments using (segment)
+    cross join params
+    left join cfg_instance_prices as instances on instances.instance_type = segments.instance_type
+    left join cfg_token_prices as tokens
+        on tokens.model_name = segments.model_name and segments.instance_type is null
+    where segments.is_scored and segments.decision_type in (select decision_type from multi)
+    group by grouping sets (
+        (segments.decision_type, weeks.week_start, segments.candidate, segments.model_key),
+        (segments.decision_type, weeks.week_start, segments.candidate)
+    )
+),
+
+compared as (
+    select
+        pairs.*,
+        correct_a / paired as accuracy_a,
+        correct_b / paired as accuracy_b,
+        (correct_b - correct_a) / paired as difference,
+        sqrt(greatest(only_a + only_b - (only_b - only_a) ** 2 / paired, 0)) / paired as difference_se,
+        mcnemar_exact_p(only_a, only_b) as mcnemar_p
+    from pairs
+),
+
+final as (
+    select
+        compared.decision_type, compared.week_start, strftime(compared.week_start, '%G-W%V') as week,
+        compared.candidate_a, compared.model_key_a, compared.candidate_b, compared.model_key_b, compared.paired,
+        compared.correct_a, compared.correct_b, compared.both_correct, compared.only_a, compared.only_b,
+        compared.neither, compared.accuracy_a, compared.accuracy_b, compared.difference,
+        compared.difference - params.paired_z * compared.difference_se as difference_low,
+        compared.difference + params.paired_z * compared.difference_se as difference_high,
+        compared.mcnemar_p,
+        compared.mean_confidence_a, compared.mean_confidence_b, compared.brier_top_a, compared.brier_top_b,
+        usage_a.sum_scorer_ms / nullif(usage_a.scored, 0) as mean_scorer_ms_a,
+        usage_b.sum_scorer_ms / nullif(usage_b.scored, 0) as mean_scorer_ms_b,
+        1000 * usage_a.cost_usd / nullif(usage_a.scored, 0) as usd_per_1k_a,
+        1000 * usage_b.cost_usd / nullif(usage_b.scored, 0) as usd_per_1k_b
+    from compared
+    cross join params
+    left join usage as usage_a
+        on usage_a.decision_type = compared.decision_type and usage_a.week_start = compared.week_start
+        and usage_a.candidate = compared.candidate_a and usage_a.model_key = compared.model_key_a
+    left join usage as usage_b
+        on usage_b.decision_type = compared.decision_type and usage_b.week_start = compared.week_start
+        and usage_b.candidate = compared.candidate_b and usage_b.model_key = compared.model_key_b
+)
+
+select * from final

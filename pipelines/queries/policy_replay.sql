@@ -1,0 +1,64 @@
+-- What a policy would have done on one week: the decisions of its decision type scored under its model key,
+-- each accepted when its proposal has a threshold and floor(confidence x grid) >= the threshold's grid index
+-- (the `thresholds` rule), else sent to the abstain action. Reads `cfg_policy` (option_id, grid_index),
+-- `int_decisions`, `int_segments`, `int_segment_weeks` and the prices, after a run over that week.
+-- Parameters: $decision_type, $week, $model_key. Cost: the key's scoring that week (priced as in `cost`)
+-- per accepted decision. Severe errors: accepted, labelled, wrong, proposing a high-consequence option.
+with params as (
+    select grid, utilization from run_params
+),
+
+segments as (
+    select * from int_segments where decision_type = $decision_type and model_key = $model_key and is_scored
+),
+
+decisions as (
+    select
+        decisions.labelled, decisions.correct, segments.option_ids[decisions.proposal_pos] as proposal,
+        floor(decisions.confidence * params.grid)::int >= policy.grid_index as accepted
+    from int_decisions as decisions
+    join segments using (segment)
+    cross join params
+    left join cfg_policy as policy on policy.option_id = segments.option_ids[decisions.proposal_pos]
+    where strftime(decisions.week_start, '%G-W%V') = $week
+),
+
+counted as (
+    select
+        count(*)::bigint as scored,
+        count(*) filter (where accepted)::bigint as accepted,
+        count(*) filter (where accepted and labelled)::bigint as accepted_labelled,
+        count(*) filter (where accepted and labelled and correct)::bigint as accepted_correct,
+        count(*) filter (
+            where accepted and labelled and not correct
+            and proposal in (select option_id from cfg_high_consequence where decision_type = $decision_type)
+        )::bigint as severe_errors
+    from decisions
+),
+
+spent as (
+    select
+        sum(coalesce(weeks.sum_scorer_ms / 3600000.0 / params.utilization * instances.usd_per_hour,
+                     ((weeks.prompt_tokens - coalesce(weeks.cached_tokens, 0)) * tokens.usd_per_mtok_input
+                      + coalesce(weeks.cached_tokens, 0) * tokens.usd_per_mtok_cached) / 1e6)) as cost_usd
+    from int_segment_weeks as weeks
+    join segments using (segment)
+    cross join params
+    left join cfg_instance_prices as instances on instances.instance_type = segments.instance_type
+    left join cfg_token_prices as tokens
+        on tokens.model_name = segments.model_name and segments.instance_type is null
+    where strftime(weeks.week_start, '%G-W%V') = $week
+),
+
+final as (
+    select
+        counted.*,
+        counted.scored - counted.accepted as sent_to_review,
+        counted.accepted / nullif(counted.scored, 0) as coverage,
+        counted.accepted_correct / nullif(counted.accepted_labelled, 0) as precision,
+        spent.cost_usd,
+        spent.cost_usd / nullif(counted.accepted, 0) as cost_per_accepted
+    from counted, spent
+)
+
+select * from final
