@@ -54,6 +54,7 @@ class Connection:
         self.eof_from_client = False
         self.requests: deque[Message] = deque()
         self.answering = False  # part of the current response already went to the client
+        self.relayed = False  # an upstream byte went to the client: from then on only its bytes do
         self.closing = False
         self.requests_framer = Framer("request", keep, on_head=self.requests.append)
         self.responses_framer = Framer("response", keep, request_method=self._answered_method,
@@ -107,10 +108,12 @@ class Connection:
             self._arm(self.server.config.read_timeout_s)
 
     def client_eof(self) -> None:
-        """The client half-closed: pass the EOF on."""
+        """The client half-closed: pass the EOF on, or close now if it never sent a byte."""
         self.eof_from_client = True
         if self.upstream is not None and self.upstream.can_write_eof():
             self.upstream.write_eof()
+        elif self.connecting is None and self.client is not None:  # nothing sent, nothing to answer
+            self.client.close()
 
     def client_lost(self) -> None:
         """The client is gone: close the upstream side."""
@@ -164,7 +167,7 @@ class Connection:
         if client is None:
             return
         client.write(data)
-        self.answering = True
+        self.answering = self.relayed = True
         self.last_io = self.loop.time()
         if not self.unframed_responses:  # framed (and mirrored) on the next turn: the bytes go out first
             self.loop.call_soon(self._frame_responses)
@@ -222,7 +225,7 @@ class Connection:
         self._disarm()
         if client is None or client.is_closing():
             return
-        if not self.answering:
+        if not self.relayed:  # after a relayed response a 502/504 could be read as the next answer
             client.write(_error_response(error))
             self.server.hooks.answered(error.status)
         self._unmirrored("upstream_failed")

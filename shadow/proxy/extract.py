@@ -97,6 +97,9 @@ def mirror_exchange(core: web.Application, ex: Exchange) -> None:
     if rt is None or rt.dtype.proxy is None:
         return
     spec = rt.dtype.proxy
+    if ex.status not in spec.decision_statuses:  # production refused it: not a decision it made
+        core[METRICS].proxy_unmirrored.labels("status_not_allowed").inc()
+        return
     try:
         decision_id = str(extract(spec.decision_id, ex))
         state = extract(spec.state, ex)

@@ -9,7 +9,8 @@ the `ProxyHooks`. Nothing comes back: there is no code path from a proposal to a
 
 Where no upstream answer exists, the client gets what a reverse proxy sends: a JSON 502 when the upstream
 cannot be reached, a JSON 504 when it does not answer within ``SHADOW_UPSTREAM_READ_TIMEOUT_S`` (or the
-connection is closed when part of the answer was already sent).
+connection is closed once any upstream byte was relayed on it: the proxy never writes a byte the upstream
+did not send on a connection that has relayed a response).
 
 This module runs in the relay process: it imports framing and errors, never the catalog, the mirror or
 the record store.

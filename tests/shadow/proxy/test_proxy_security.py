@@ -1,0 +1,75 @@
+"""Proxy mode against an outsider: refused requests record nothing, no byte is invented.
+
+And a connection that brings nothing is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.shadow.conftest import read_rows
+from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange, route_request
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+async def test_a_request_production_refused_records_no_decision(scorer_url: str, tmp_path: Path) -> None:
+    """A 401 from production (the default allow list is 2xx): no decision row, no outcome row."""
+    body = json.dumps({"ticket_id": "t-denied", "ticket": {"subject": "x"}}).encode()
+    denied = (b"POST /route HTTP/1.1\r\nHost: prod\r\nAuthorization: Bearer wrong\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    async with proxy_stack(tmp_path, scorer_url, "in_process") as (_up, proxy, _api):
+        got = await raw_exchange(proxy, denied + route_request("t-ok", "charged twice"), b'"t-ok"')
+    assert got.startswith(b"HTTP/1.1 401")
+    assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-ok"}
+
+
+async def test_a_bare_lf_request_cannot_borrow_the_next_requests_answer(
+        scorer_url: str, tmp_path: Path) -> None:
+    """A bare-LF head followed by a CRLF request on one connection records no decision at all."""
+    evil = json.dumps({"ticket_id": "evil", "ticket": {"subject": "x"}}).encode()
+    stream = (b"POST /route HTTP/1.1\nHost: u\nContent-Type: application/json\nContent-Length: %d\n\n%s"
+              % (len(evil), evil)) + route_request("real-a", "charged twice")
+    async with proxy_stack(tmp_path, scorer_url, "in_process") as (_up, proxy, _api):
+        await raw_exchange(proxy, stream, b"never", timeout_s=2.0)
+    assert read_rows(tmp_path / "records", "proposals") == []
+
+
+async def test_no_504_is_written_on_a_connection_that_relayed_a_response(
+        scorer_url: str, tmp_path: Path) -> None:
+    """After one relayed response, a silent upstream closes the connection: no invented 504 follows."""
+    first = b"GET /empty HTTP/1.1\r\nHost: prod\r\n\r\n"
+    second = b"GET /sleep?s=3 HTTP/1.1\r\nHost: prod\r\n\r\n"
+    stack = proxy_stack(tmp_path, scorer_url, "in_process", upstream_read_timeout_s=0.3)
+    async with stack as (_up, proxy, _api):
+        reader, writer = await asyncio.open_connection(*_host_port(proxy))
+        writer.write(first)
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.write(second)
+        async with asyncio.timeout(10):
+            rest = await reader.read()  # until the relay closes the connection
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 204")
+    assert rest == b""
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_a_client_that_connects_and_closes_is_closed(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """Connect, send FIN without a byte: the relay closes its side (no socket left in CLOSE-WAIT)."""
+    async with proxy_stack(tmp_path, scorer_url, mode) as (_up, proxy, _api):
+        reader, writer = await asyncio.open_connection(*_host_port(proxy))
+        writer.write_eof()
+        async with asyncio.timeout(10):
+            assert await reader.read() == b""  # EOF: the relay closed the connection
+        writer.close()
