@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 STOPPED = frozenset({"kill_switch", "experiment_ended", "shutdown"})  # no outcome rows either
 
 
@@ -108,6 +110,12 @@ def mirror_exchange(core: web.Application, ex: Exchange) -> None:
     except _Unreadable as exc:
         core[METRICS].proxy_unmirrored.labels(exc.reason).inc()
         return
+    if _SURROGATE_ESCAPE.search(ex.request_body or b"") or _SURROGATE_ESCAPE.search(ex.response_body or b""):
+        try:  # half a UTF-16 pair has no UTF-8 form: it could not be stored, so it is not mirrored
+            json.dumps([decision_id, state], ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            core[METRICS].proxy_unmirrored.labels("lone_surrogate").inc()
+            return
     size = len(ex.request_body or b"")
     reason = core[MIRROR].offer(rt, decision_id[:128], state, size)
     if reason in STOPPED:

@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
+import aiohttp
 import pytest
 
 from tests.shadow.conftest import read_rows
@@ -73,3 +74,19 @@ async def test_a_client_that_connects_and_closes_is_closed(
         async with asyncio.timeout(10):
             assert await reader.read() == b""  # EOF: the relay closed the connection
         writer.close()
+
+
+async def test_a_lone_surrogate_ticket_id_is_counted_not_a_traceback(
+        scorer_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A ``ticket_id`` of half a UTF-16 pair: relayed, counted as ``lone_surrogate``, nothing logged."""
+    body = b'{"ticket_id": "t-\\ud800", "ticket": {"subject": "x"}}'
+    request = (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    async with proxy_stack(tmp_path, scorer_url, "in_process") as (_up, proxy, api):
+        got = await raw_exchange(proxy, request + route_request("t-ok", "x"), b'"t-ok"')
+        async with aiohttp.ClientSession() as session, session.get(api + "/metrics") as resp:
+            text = await resp.text()
+    assert got.startswith(b"HTTP/1.1 200")
+    assert 'shadow_proxy_unmirrored_total{reason="lone_surrogate"} 1.0' in text
+    assert [r for r in caplog.records if r.exc_info] == []
+    assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-ok"}
