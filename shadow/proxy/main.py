@@ -1,4 +1,8 @@
-"""``python -m shadow.proxy.main SPEC_JSON``: the relay process (started by the supervisor, not by hand).
+"""The relay process's entry point (started by the supervisor, not by hand; `main` reads SPEC_JSON).
+
+The supervisor runs it as ``python -I -c BOOTSTRAP PACKAGE_ROOT SPEC_JSON`` with a minimal environment
+and ``/`` as its working folder: no token or key in its environment, and no module from the working
+folder or PYTHONPATH can be imported in its place.
 
 It serves the listening socket it inherits with a `ProxyServer` and reports over the channel. It holds
 no secret and no catalog: only the upstream, the timeouts and the claimed routes, and it loads only the

@@ -1,6 +1,6 @@
 """Proxy mode's relay in its own process: production traffic never waits behind the mirror's work.
 
-    sidecar process (core)                          relay process (python -m shadow.proxy.main)
+    sidecar process (core)                          relay process (python -I, minimal env, cwd /)
       binds the proxy port  -- listening fd ------>   serves it: ProxyServer (relay.py)
       ProxyChannel (Unix socket)  <-- frames ------   ChannelHooks: finished exchanges on claimed
       mirror_messages(...) -> Mirror.offer             routes, counters every 0.5 s, "ready"
@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -47,7 +48,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0
-RELAY_MODULE = "shadow.proxy.main"
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The folder holding this ``shadow`` package: the relay imports the same code as the sidecar."""
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from shadow.proxy.main import main; main()"
+"""The relay's ``-c`` program: isolated mode (``-I``) puts neither the working folder nor PYTHONPATH on
+``sys.path``, so the package's own folder is put first, by name, and nothing else."""
+RELAY_ENV_PASSED = ("SSL_CERT_FILE", "SSL_CERT_DIR", "TZ")
+"""The only variables the relay inherits (TLS trust for an https upstream); never a token or key."""
 
 
 def relay_config(settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
@@ -98,8 +105,11 @@ class _ChannelReader(asyncio.Protocol):
 class ProxyProcess:
     """Runs, watches and restarts the relay process; mirrors what it hands over."""
 
-    def __init__(self, settings: ShadowSettings, core: web.Application) -> None:
+    def __init__(self, settings: ShadowSettings, core: web.Application,
+                 python_flags: tuple[str, ...] = ()) -> None:
         self.settings = settings
+        self.python_flags = python_flags
+        """Extra interpreter options for the relay (tests pass ``("-X", "importtime")``)."""
         self.core = core
         self.metrics: Metrics = core[METRICS]
         self.config = relay_config(settings, catalog_routes(core))
@@ -138,9 +148,10 @@ class ProxyProcess:
     async def _spawn(self) -> None:
         assert self.sock is not None
         self.ready = asyncio.get_running_loop().create_future()
+        env = {name: os.environ[name] for name in RELAY_ENV_PASSED if name in os.environ}
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", RELAY_MODULE, json.dumps(self._spec()),
-            pass_fds=(self.sock.fileno(),), stdin=asyncio.subprocess.DEVNULL)
+            sys.executable, "-I", *self.python_flags, "-c", BOOTSTRAP, PACKAGE_ROOT, json.dumps(self._spec()),
+            pass_fds=(self.sock.fileno(),), stdin=asyncio.subprocess.DEVNULL, env=env, cwd="/")
         exited = asyncio.create_task(self.proc.wait())
         done, _ = await asyncio.wait([self.ready, exited], timeout=READY_TIMEOUT_S,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -205,9 +216,10 @@ class ProxyProcess:
 
 
 @contextlib.asynccontextmanager
-async def running_proxy_process(settings: ShadowSettings, core: web.Application) -> Any:
+async def running_proxy_process(settings: ShadowSettings, core: web.Application,
+                                python_flags: tuple[str, ...] = ()) -> Any:
     """The relay process for the duration of the block; yields the proxy's base URL."""
-    proxy = ProxyProcess(settings, core)
+    proxy = ProxyProcess(settings, core, python_flags)
     url = await proxy.start()
     try:
         yield url
