@@ -107,10 +107,8 @@ class Framer:
     response framer asks ``request_method()`` for the method of the request each response answers (a
     HEAD response has no body; a 2xx to CONNECT opens a tunnel). When one feed holds several responses,
     the answer must move on as each one completes: pass ``on_message``, which receives every completed
-    message at once, before the next head is framed (``feed`` then returns nothing).
-
-    Each byte is looked at a bounded number of times: a head or line still arriving is kept in a
-    buffer and only the new bytes are searched for its end.
+    message at once, before the next head is framed (``feed`` then returns nothing). A head still
+    arriving is buffered, and only its new bytes are searched (no quadratic re-scan).
     """
 
     def __init__(self, kind: Literal["request", "response"], keep: int, *,  # noqa: PLR0913  (keyword-only hooks)
@@ -199,9 +197,8 @@ class Framer:
 
     def _waiting(self, marker: bytes) -> None:
         """The end of a head or line has not arrived: keep what did (bounded), remember what was searched."""
-        limit = self.head_limit if marker is HEAD_END else 1024
+        limit, what = (self.head_limit, "head_too_large") if marker is HEAD_END else (1024, "chunk_line_too_long")
         if len(self._buf) > limit:
-            what = "head_too_large" if marker is HEAD_END else "chunk_line_too_long"
             raise FramingError(f"{self.kind}_{what}")
         if _BARE_EOL.search(self._buf, max(0, self._scanned - 1)):  # off now, not when the head ends
             raise FramingError(f"unparsed_{self.kind}")
@@ -323,9 +320,8 @@ class Framer:
                 hosts += 1
         if chunked and length is not None:
             raise FramingError(f"unparsed_{self.kind}")
-        if self.kind == "request" and (hosts != 1 if message.start[2] == "HTTP/1.1" else hosts > 1):
-            raise FramingError("unparsed_request")
-        if self.kind == "request" and chunked and message.start[2] == "HTTP/1.0":
+        http11 = message.start[2] == "HTTP/1.1"
+        if self.kind == "request" and ((hosts != 1) if http11 else (hosts > 1 or chunked)):
             raise FramingError("unparsed_request")
         return chunked, length
 

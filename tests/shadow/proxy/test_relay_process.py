@@ -80,7 +80,7 @@ async def test_the_relay_inherits_no_secret_and_runs_no_planted_module(
         status, *_ = await fetch(session, proxy, "POST", "/route", kwargs)
         assert process.proc is not None
         proc = Path(f"/proc/{process.proc.pid}")
-        environ, cwd = (proc / "environ").read_bytes(), str((proc / "cwd").readlink())  # noqa: ASYNC240
+        environ, cwd = (proc / "environ").read_bytes(), str((proc / "cwd").readlink())
     assert status == 200
     assert b"secret" not in environ
     assert cwd == "/"
