@@ -197,7 +197,7 @@ class Framer:
 
     def _waiting(self, marker: bytes) -> None:
         """The end of a head or line has not arrived: keep what did (bounded), remember what was searched."""
-        limit, what = (self.head_limit, "head_too_large") if marker is HEAD_END else (1024, "chunk_line_too_long")
+        limit, what = (self.head_limit, "head_too_large") if marker is HEAD_END else (1024, "chunk_line_long")
         if len(self._buf) > limit:
             raise FramingError(f"{self.kind}_{what}")
         if _BARE_EOL.search(self._buf, max(0, self._scanned - 1)):  # off now, not when the head ends
