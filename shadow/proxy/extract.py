@@ -105,6 +105,9 @@ def mirror_exchange(core: web.Application, ex: Exchange) -> None:
     try:
         decision_id = str(extract(spec.decision_id, ex))
         state = extract(spec.state, ex)
+        rules = rt.dtype.state
+        if not isinstance(state, dict) and (rules.include or rules.remove or rules.hash):
+            raise _Unreadable("state_not_an_object")  # redaction works on objects: never store it raw
         if not isinstance(state, (str, dict)):
             state = json.dumps(state)
     except _Unreadable as exc:

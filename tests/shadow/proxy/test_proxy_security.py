@@ -90,3 +90,20 @@ async def test_a_lone_surrogate_ticket_id_is_counted_not_a_traceback(
     assert 'shadow_proxy_unmirrored_total{reason="lone_surrogate"} 1.0' in text
     assert [r for r in caplog.records if r.exc_info] == []
     assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-ok"}
+
+
+@pytest.mark.parametrize("ticket", [["x@y.example", "charged twice"], "x@y.example charged twice"])
+async def test_a_state_that_is_not_an_object_skips_no_redaction(
+        ticket: object, scorer_url: str, tmp_path: Path) -> None:
+    """A list or string where the type's rules expect an object (email removed): counted, never stored."""
+    body = json.dumps({"ticket_id": "t-list", "ticket": ticket}).encode()
+    request = (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    async with proxy_stack(tmp_path, scorer_url, "in_process") as (_up, proxy, api):
+        await raw_exchange(proxy, request + route_request("t-ok", "x"), b'"t-ok"')
+        async with aiohttp.ClientSession() as session, session.get(api + "/metrics") as resp:
+            text = await resp.text()
+    assert 'shadow_proxy_unmirrored_total{reason="state_not_an_object"} 1.0' in text
+    assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-ok"}
+    assert not any(b"x@y.example" in f.read_bytes() for f in tmp_path.rglob("*") if f.is_file()
+                   and f.name != "catalog.yaml")
