@@ -105,14 +105,15 @@ def mirror_exchange(core: web.Application, ex: Exchange) -> None:
     try:
         decision_id = str(extract(spec.decision_id, ex))
         state = extract(spec.state, ex)
-        rules = rt.dtype.state
-        if not isinstance(state, dict) and (rules.include or rules.remove or rules.hash):
-            raise _Unreadable("state_not_an_object")  # redaction works on objects: never store it raw
-        if not isinstance(state, (str, dict)):
-            state = json.dumps(state)
     except _Unreadable as exc:
         core[METRICS].proxy_unmirrored.labels(exc.reason).inc()
         return
+    rules = rt.dtype.state
+    if not isinstance(state, dict) and (rules.include or rules.remove or rules.hash):
+        core[METRICS].proxy_unmirrored.labels("state_not_an_object").inc()  # redaction needs an object
+        return
+    if not isinstance(state, (str, dict)):
+        state = json.dumps(state)
     if _SURROGATE_ESCAPE.search(ex.request_body or b"") or _SURROGATE_ESCAPE.search(ex.response_body or b""):
         try:  # half a UTF-16 pair has no UTF-8 form: it could not be stored, so it is not mirrored
             json.dumps([decision_id, state], ensure_ascii=False).encode()
