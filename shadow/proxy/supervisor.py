@@ -125,7 +125,7 @@ class ProxyProcess:
     async def start(self) -> str:
         """Bind the port, start the relay, wait until it serves; return the proxy's base URL."""
         settings = self.settings
-        self.sock = socket.create_server((settings.host, settings.proxy_port or 0), backlog=1024)
+        self.sock = socket.create_server((settings.proxy_host, settings.proxy_port or 0), backlog=1024)
         self.sock.set_inheritable(True)
         self.folder = Path(tempfile.mkdtemp(prefix="shadow-proxy-"))  # 0700: only this user can connect
         path = self.folder / "channel.sock"
@@ -133,7 +133,7 @@ class ProxyProcess:
                                                                            str(path))
         await self._spawn()
         self.watcher = asyncio.create_task(self._watch(), name="shadow-proxy-watch")
-        return f"http://{settings.host}:{self.sock.getsockname()[1]}"
+        return f"http://{settings.proxy_host}:{self.sock.getsockname()[1]}"
 
     def _spec(self) -> dict[str, Any]:
         assert self.sock is not None
@@ -233,9 +233,9 @@ async def running_proxy(settings: ShadowSettings, core: web.Application,
                         port: int | None = None) -> AsyncIterator[str]:
     """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
     server = ProxyServer(relay_config(settings, catalog_routes(core)), MirrorHooks(core))
-    bound = await server.start(settings.host, port if port is not None else settings.proxy_port or 0)
+    bound = await server.start(settings.proxy_host, port if port is not None else settings.proxy_port or 0)
     try:
-        yield f"http://{settings.host}:{bound}"
+        yield f"http://{settings.proxy_host}:{bound}"
     finally:
         await server.close(settings.shutdown_grace_s)
 

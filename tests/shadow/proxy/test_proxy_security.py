@@ -112,3 +112,14 @@ def _files_holding(folder: Path, needle: bytes) -> list[Path]:
     """Files under ``folder`` (journal, Parquet; not the catalog) whose bytes contain ``needle``."""
     files = [f for f in folder.rglob("*") if f.is_file() and f.name != "catalog.yaml"]
     return [f for f in files if needle in f.read_bytes()]
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_the_proxy_and_the_api_bind_separately(mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """``SHADOW_PROXY_HOST`` moves the proxy alone: the API (with /metrics) stays on ``SHADOW_HOST``."""
+    async with proxy_stack(tmp_path, scorer_url, mode, host="127.0.0.1", proxy_host="127.0.0.2") as (
+            _up, proxy, api):
+        got = await raw_exchange(proxy, route_request("t-b", "x"), b'"t-b"')
+    assert proxy.startswith("http://127.0.0.2:")
+    assert api.startswith("http://127.0.0.1:")
+    assert got.startswith(b"HTTP/1.1 200")
