@@ -24,7 +24,7 @@ class ShadowSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SHADOW_", extra="ignore")
 
     catalog: Path = Field(description="decision catalog YAML (see docs/sidecar.md)")
-    host: str = Field(default="127.0.0.1", description="address the mirror API, /metrics and /healthz listen on")
+    host: str = Field(default="127.0.0.1", description="address the mirror API (and /metrics) listens on")
     proxy_host: str = Field(default="127.0.0.1", description="proxy mode: address the proxy listens on")
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="mirror API, /metrics, /healthz")
     proxy_port: int | None = Field(
