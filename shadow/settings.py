@@ -34,6 +34,9 @@ class ShadowSettings(BaseSettings):
     upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
     proxy_process: bool = Field(
         default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
+    proxy_idle_timeout_s: float = Field(
+        default=60.0, gt=0, description="proxy: close a connection with no request in flight this long")
+    proxy_max_connections: int = Field(default=4096, ge=1, description="proxy: client connections at once")
     proxy_handoff_bytes: int = Field(
         default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
     records: RecordSettings = Field(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 CONNECT_BUFFER = 1024 * 1024
 """Client bytes held while the upstream connection opens; reading pauses beyond this."""
+KEPT_PER_CONNECTION = 4  # requests awaiting an answer whose bodies are copied; pipelined beyond: not
 
 
 def _error_response(error: RequestError) -> bytes:
@@ -56,24 +57,37 @@ class Connection:
         self.answering = False  # part of the current response already went to the client
         self.relayed = False  # an upstream byte went to the client: from then on only its bytes do
         self.closing = False
-        self.requests_framer = Framer("request", keep, on_head=self.requests.append)
+        self.requests_framer = Framer("request", keep, on_head=self._request_head)
         self.responses_framer = Framer("response", keep, request_method=self._answered_method,
-                                       on_message=self._answered)
-        self.last_io = 0.0
+                                       on_head=self._response_head, on_message=self._answered)
+        self.last_io = self.waiting_since = asyncio.get_running_loop().time()
         self.timer: asyncio.TimerHandle | None = None
         self.loop = asyncio.get_running_loop()
         self.unframed_requests: list[bytes] = []
         self.unframed_responses: list[bytes] = []
-        self.gone = False
+        self.gone = False  # waiting_since: when the last answer went (or the connection was made)
 
     def _answered_method(self) -> str | None:
         return self.requests[0].method if self.requests else None
 
+    def _request_head(self, request: Message) -> None:
+        """Pair it; copy its body only for a claimed route, and only for a few pipelined at once."""
+        self.requests.append(request)
+        keep = self.server.claimed(request) and len(self.requests) <= KEPT_PER_CONNECTION
+        self.requests_framer.keep = self.server.config.keep_bytes if keep else 0
+
+    def _response_head(self, _response: Message) -> None:
+        claimed = bool(self.requests) and self.server.claimed(self.requests[0])
+        self.responses_framer.keep = self.server.config.keep_bytes * claimed
+
     # client side -------------------------------------------------------------------------------------
 
     def client_connected(self, transport: asyncio.Transport) -> None:
-        """Pair the client's transport with this connection."""
+        """Pair the client's transport with this connection (or refuse it, over the connection cap)."""
         self.client = transport
+        if len(self.server.connections) >= self.server.config.max_connections:
+            transport.abort()
+            return
         self.server.connections.add(self)
         _nodelay(transport)
 
@@ -207,6 +221,7 @@ class Connection:
             hooks.exchange(request, response)
         if not self.requests:
             self._disarm()
+            self.waiting_since = self.loop.time()
             if self.closing:
                 self.close()
 
@@ -309,9 +324,9 @@ class ClientSide(_Side):
         self.conn.client_data(data)
 
     def eof_received(self) -> bool:
-        """The client half-closed (keep the transport open)."""
+        """The client half-closed: keep the transport open to send the answers."""
         self.conn.client_eof()
-        return True  # keep the connection open to send the answers
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         """The client connection closed."""
@@ -333,5 +348,3 @@ class _UpstreamSide(_Side):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         self.conn.upstream_lost()
-
-

@@ -103,7 +103,7 @@ class Framer:
     """Frames one direction of one connection: requests (client to upstream) or responses.
 
     ``feed`` returns the messages completed by the data; ``eof`` completes a body read until close;
-    ``on_head`` sees each message as soon as its head is parsed (responses: final ones only). A
+    ``on_head`` sees each head once parsed (responses: final ones only; it may set ``keep``). A
     response framer asks ``request_method()`` for the method of the request each response answers (a
     HEAD response has no body; a 2xx to CONNECT opens a tunnel). When one feed holds several responses,
     the answer must move on as each one completes: pass ``on_message``, which receives every completed
@@ -269,10 +269,10 @@ class Framer:
         if self.kind == "request" and start_line[0] not in METHODS:
             raise FramingError("unparsed_request")
         self._message = message = Message(start_line, headers)
-        self._body = _Body(self.keep)
         chunked, length = self._framing(message)
         if self.on_head is not None and (self.kind == "request" or message.status >= 200):
-            self.on_head(message)
+            self.on_head(message)  # it may set ``keep`` for this message's body (0: keep no copy)
+        self._body = _Body(self.keep)
         self._frame(message, chunked, length)
         return end + 4
 

@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import resource
 import signal
 import socket
 import sys
@@ -52,7 +53,8 @@ async def relay_main(spec: dict[str, Any]) -> None:
     transport, channel = await loop.create_unix_connection(_ChannelClient, spec["channel"])
     hooks = ChannelHooks(transport, spec["handoff_bytes"])
     config = ProxyConfig(Upstream(**spec["upstream"]), spec["connect_timeout_s"], spec["read_timeout_s"],
-                         spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]))
+                         spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]),
+                         spec["idle_timeout_s"], spec["max_connections"])
     server = ProxyServer(config, hooks)
     port = await server.start(sock=socket.socket(fileno=spec["fd"]))
     gc.collect()
@@ -73,9 +75,18 @@ async def relay_main(spec: dict[str, Any]) -> None:
     stopped.cancel()
 
 
+def _raise_fd_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: each client holds two descriptors (it and its upstream)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main() -> None:
     """Run the relay until SIGTERM (started by `ProxyProcess`, not by hand)."""
     _die_with_parent()
+    _raise_fd_limit()
     spec = json.loads(sys.argv[1])
     try:
         import uvloop  # noqa: PLC0415  (optional: faster loop)

@@ -60,7 +60,8 @@ RELAY_ENV_PASSED = ("SSL_CERT_FILE", "SSL_CERT_DIR", "TZ")
 def relay_config(settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
     """The relay's part of the sidecar settings (no secret, no catalog: only the claimed routes)."""
     return ProxyConfig(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
-                       settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes)
+                       settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes,
+                       settings.proxy_idle_timeout_s, settings.proxy_max_connections)
 
 
 
@@ -143,6 +144,7 @@ class ProxyProcess:
                 "upstream": {"host": c.upstream.host, "port": c.upstream.port, "tls": c.upstream.tls},
                 "connect_timeout_s": c.connect_timeout_s, "read_timeout_s": c.read_timeout_s,
                 "keep_bytes": c.keep_bytes, "routes": sorted(c.routes),
+                "idle_timeout_s": c.idle_timeout_s, "max_connections": c.max_connections,
                 "handoff_bytes": self.settings.proxy_handoff_bytes, "grace_s": self.settings.shutdown_grace_s}
 
     async def _spawn(self) -> None:

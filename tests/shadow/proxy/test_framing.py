@@ -172,3 +172,12 @@ def test_responses_in_one_feed_each_follow_their_own_request() -> None:
                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\nnope") == []
     assert [(m.status, m.body) for m in done] == [(200, b""), (200, b"ok"), (404, b"nope")]
     assert pending == []
+
+
+def test_on_head_decides_whether_a_body_is_copied() -> None:
+    """The relay copies bodies only for claimed routes: ``on_head`` sets ``keep`` before the body comes."""
+    framer = Framer("request", keep=1024)
+    framer.on_head = lambda m: setattr(framer, "keep", 1024 if m.start[1] == "/route" else 0)
+    done = framer.feed(b"POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"
+                       b"POST /route HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nxyz")
+    assert [(m.start[1], m.body) for m in done] == [("/other", None), ("/route", b"xyz")]

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+import resource
+from pathlib import Path
 
 import aiohttp
 import pytest
 
 from tests.shadow.conftest import read_rows
 from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange, route_request
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from tests.shadow.proxy.test_relay_process import relay_stack
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -123,3 +122,58 @@ async def test_the_proxy_and_the_api_bind_separately(mode: str, scorer_url: str,
     assert proxy.startswith("http://127.0.0.2:")
     assert api.startswith("http://127.0.0.1:")
     assert got.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_a_head_that_never_completes_is_closed(mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """Slowloris: part of a head, then silence: the relay closes the connection after the idle timeout."""
+    async with proxy_stack(tmp_path, scorer_url, mode, proxy_idle_timeout_s=0.3) as (_up, proxy, _api):
+        reader, writer = await asyncio.open_connection(*_host_port(proxy))
+        writer.write(b"POST /route HTTP/1.1\r\nHost: prod\r\nX-Slow: ")
+        async with asyncio.timeout(10):
+            assert await reader.read() == b""
+        writer.close()
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_connections_over_the_cap_are_closed_at_once(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """With a cap of 2, a third client is closed on arrival; the two before it are still served."""
+    async with proxy_stack(tmp_path, scorer_url, mode, proxy_max_connections=2) as (_up, proxy, _api):
+        held = [await asyncio.open_connection(*_host_port(proxy)) for _ in range(2)]
+        reader, writer = await asyncio.open_connection(*_host_port(proxy))
+        async with asyncio.timeout(10):
+            try:
+                extra = await reader.read()
+            except ConnectionResetError:
+                extra = b""
+        writer.close()
+        first_reader, first_writer = held[0]
+        first_writer.write(b"GET /empty HTTP/1.1\r\nHost: prod\r\n\r\n")
+        head = await first_reader.readuntil(b"\r\n\r\n")
+        for _, w in held:
+            w.close()
+    assert extra == b""
+    assert head.startswith(b"HTTP/1.1 204")
+
+
+async def test_the_relay_raises_its_soft_descriptor_limit(scorer_url: str, tmp_path: Path) -> None:
+    """Started with a soft RLIMIT_NOFILE of 256, the relay runs with its soft limit at the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))  # the relay inherits it
+    try:
+        async with relay_stack(tmp_path, scorer_url) as (_proxy, process):
+            assert process.proc is not None
+            limits = _read_limits(process.proc.pid)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert limits == (hard, hard)
+
+
+def _read_limits(pid: int) -> tuple[int, int]:
+    """(soft, hard) open files of a process, from /proc."""
+    for line in Path(f"/proc/{pid}/limits").read_text(encoding="utf-8").splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError(line)
