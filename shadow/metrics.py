@@ -40,6 +40,8 @@ class Metrics:
         self.proxy_unmirrored = Counter("shadow_proxy_unmirrored", "Proxied requests not mirrored",
                                         ["reason"],
                                         registry=r)
+        self.relay_health: dict[str, int] = {}
+        """The relay process's last report (connections, fds, fd_limit) plus restarts; /healthz shows it."""
 
     def render(self) -> bytes:
         """The text exposition format."""

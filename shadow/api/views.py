@@ -71,8 +71,11 @@ async def healthz(request: web.Request) -> web.Response:
     mirror = request.app[MIRROR]
     breakers = {rt.backend.endpoint: rt.breaker.state.name.lower()
                 for rt in request.app[RUNTIMES].types.values()}
-    return web.json_response({"status": "ok", "queue_depth": mirror.depth, "kill_switch": mirror.kill_switch,
-                              "breakers": breakers})
+    relay = request.app[METRICS].relay_health
+    fds_short = relay.get("fds", 0) > 0.9 * relay.get("fd_limit", 1 << 62)  # new clients would be refused
+    return web.json_response({"status": "degraded" if fds_short else "ok", "queue_depth": mirror.depth,
+                              "kill_switch": mirror.kill_switch, "breakers": breakers,
+                              **({"relay": relay} if relay else {})})
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -20,6 +20,7 @@ import resource
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from shadow.proxy.channel import ChannelHooks, encode_json
@@ -65,7 +66,7 @@ async def relay_main(spec: dict[str, Any]) -> None:
     while not stop.is_set():  # also stop when the sidecar closes the channel
         await asyncio.wait(waits, timeout=COUNTERS_EVERY_S,
                            return_when=asyncio.FIRST_COMPLETED)
-        hooks.send_counters()
+        hooks.send_counters(_health(server))
         if channel.closed.done():
             break
     await server.close(spec["grace_s"])
@@ -73,6 +74,15 @@ async def relay_main(spec: dict[str, Any]) -> None:
     transport.close()
     await channel.closed
     stopped.cancel()
+
+
+def _health(server: ProxyServer) -> dict[str, int]:
+    """Client connections, open descriptors and the descriptor limit (``/healthz`` shows them)."""
+    with contextlib.suppress(OSError):
+        fds = sum(1 for _ in Path("/proc/self/fd").iterdir())
+        return {"connections": len(server.connections), "fds": fds,
+                "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0]}
+    return {"connections": len(server.connections)}
 
 
 def _raise_fd_limit() -> None:

@@ -95,6 +95,9 @@ class _ChannelReader(asyncio.Protocol):
     def counters(self, value: dict[str, dict[str, int]], metrics: Metrics) -> None:
         """Add what grew since this relay's previous snapshot."""
         for group, series in value.items():
+            if group == "health":
+                metrics.relay_health.update(series)
+                continue
             for label, total in series.items():
                 delta = total - self.seen.get((group, label), 0)
                 self.seen[(group, label)] = total
@@ -132,6 +135,7 @@ class ProxyProcess:
         path = self.folder / "channel.sock"
         self.channel = await asyncio.get_running_loop().create_unix_server(lambda: _ChannelReader(self),
                                                                            str(path))
+        self.metrics.relay_health.setdefault("restarts", 0)
         await self._spawn()
         self.watcher = asyncio.create_task(self._watch(), name="shadow-proxy-watch")
         return f"http://{settings.proxy_host}:{self.sock.getsockname()[1]}"
@@ -174,6 +178,7 @@ class ProxyProcess:
                 return
             log.error("proxy relay exited with code %s; restarting it", code)
             self.metrics.proxy_restarts.inc()
+            self.metrics.relay_health["restarts"] = self.metrics.relay_health.get("restarts", 0) + 1
             await asyncio.sleep(0.1)
             try:
                 await self._spawn()

@@ -9,6 +9,7 @@ import asyncio
 import json
 import resource
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -177,3 +178,22 @@ def _read_limits(pid: int) -> tuple[int, int]:
             soft, hard = line.split()[3:5]
             return int(soft), int(hard)
     raise AssertionError(line)
+
+
+async def test_healthz_reports_the_relays_health(scorer_url: str, tmp_path: Path) -> None:
+    """/healthz carries the relay's connections, descriptors (and their limit) and restarts."""
+    async with proxy_stack(tmp_path, scorer_url) as (_up, proxy, api), aiohttp.ClientSession() as session:
+        _reader, writer = await asyncio.open_connection(*_host_port(proxy))
+        health: dict[str, Any] = {}
+        for _ in range(100):  # the relay reports every 0.5 s
+            async with session.get(api + "/healthz") as resp:
+                health = await resp.json()
+            if health.get("relay", {}).get("connections") == 1:
+                break
+            await asyncio.sleep(0.1)
+        writer.close()
+    assert health["status"] == "ok"
+    relay = health["relay"]
+    assert relay["connections"] == 1
+    assert relay["restarts"] == 0
+    assert 0 < relay["fds"] < relay["fd_limit"]
