@@ -13,8 +13,8 @@ real parser (llhttp, h11, nginx) could read the bytes differently, it stops. Lin
 bare CR or LF anywhere in a head or chunk line is off), methods are the standard upper-case ones,
 header names are tokens, values have no control bytes, ``Content-Length`` is digits and appears once,
 ``Transfer-Encoding`` is exactly ``chunked`` and never beside a ``Content-Length``, chunk sizes are at
-most 15 hex digits, an HTTP/1.1 request has exactly one ``Host``, and nothing precedes a start line.
-``tests/shadow/proxy/test_framing_differential.py`` checks it against httptools (llhttp) and h11.
+most 15 hex digits, targets are origin, absolute or ``*`` form, an HTTP/1.1 request has one ``Host``,
+nothing precedes a start line (checked against llhttp and h11 by ``test_framing_differential.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ NO_BODY_STATUSES = frozenset({204, 304})
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"})
 _TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _VCHAR = rb"[\x21-\x7e\x80-\xff]"
-_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([\x21-\x7e]+) (HTTP/1\.[01])")
+_TARGET = rb"/[\x21-\x7e]*|\*|https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?(?:/[\x21-\x7e]*)?"  # no other forms
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") (" + _TARGET + rb") (HTTP/1\.[01])")
 _STATUS_LINE = re.compile(rb"(HTTP/1\.[01]) ([1-9][0-9]{2}) ((?:[\t \x21-\x7e\x80-\xff])*)")
 _FIELD = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _VCHAR + rb"(?:[ \t]*" + _VCHAR + rb")*)?[ \t]*")
 _LENGTH = re.compile(rb"[0-9]{1,15}")

@@ -113,6 +113,7 @@ SMUGGLING = {
     "empty_line_first": b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
     "version_2": b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
     "garbage": b"GARBAGE\r\n\r\n",
+    "odd_target_form": b"POST h:ttp://h/x HTTP/1.1\r\nHost: u\r\nContent-Length: 0\r\n\r\n",  # fuzz found
 }
 
 
