@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-CRLF = b"\r\n"
-HEAD_END = b"\r\n\r\n"
+CRLF, HEAD_END = b"\r\n", b"\r\n\r\n"
 NO_BODY_STATUSES = frozenset({204, 304})
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"})
 _TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
