@@ -132,6 +132,9 @@ class Proxy(_Strict):
     state: Extract = Extract(source="request_json", path="")
     outcome: Extract | None = None
     outcome_statuses: list[int] = Field(default_factory=lambda: [200, 201])
+    decision_statuses: list[int] = Field(
+        default_factory=lambda: list(range(200, 300)),
+        description="response statuses a decision is offered for (production refused the others)")
 
 
 class DecisionType(_Strict):

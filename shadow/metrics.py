@@ -62,6 +62,8 @@ class Metrics:
         self.proxy_unmirrored = Counter("shadow_proxy_unmirrored", "Proxied requests not mirrored",
                                         ["reason"],
                                         registry=r)
+        self.relay_health: dict[str, int] = {}
+        """The relay process's last report (connections, fds, fd_limit) plus restarts; /healthz shows it."""
 
         ProcessCollector(registry=r)
         Info("shadow_build", "Sidecar build", registry=r).info({"version": version("semif-shadow")})

@@ -24,7 +24,8 @@ class ShadowSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SHADOW_", extra="ignore")
 
     catalog: Path = Field(description="decision catalog YAML (see docs/sidecar.md)")
-    host: str = Field(default="127.0.0.1", description="address the API and the proxy listen on")
+    host: str = Field(default="127.0.0.1", description="address the mirror API (and /metrics) listens on")
+    proxy_host: str = Field(default="127.0.0.1", description="proxy mode: address the proxy listens on")
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="mirror API, /metrics, /healthz")
     proxy_port: int | None = Field(
         default=None, ge=0, le=65535, description="proxy mode: listen here and forward to upstream_url")
@@ -33,6 +34,9 @@ class ShadowSettings(BaseSettings):
     upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
     proxy_process: bool = Field(
         default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
+    proxy_idle_timeout_s: float = Field(
+        default=60.0, gt=0, description="proxy: close a connection with no request in flight this long")
+    proxy_max_connections: int = Field(default=4096, ge=1, description="proxy: client connections at once")
     proxy_handoff_bytes: int = Field(
         default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
     records: RecordSettings = Field(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contracts.semif import format_loc
 from shadow.errors import RequestError
@@ -14,6 +15,10 @@ from shadow.errors import RequestError
 MAX_BATCH = 1000
 _M = TypeVar("_M", bound=BaseModel)
 Id = Annotated[str, Field(min_length=1, max_length=128)]
+CLOCK_SKEW = timedelta(minutes=1)
+"""How far in the future an ``outcome_at`` may be (clocks differ a little); beyond, refused."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of half a UTF-16 pair: the only way a body gives a string that UTF-8 cannot hold."""
 
 
 class DecisionIn(BaseModel):
@@ -43,7 +48,18 @@ class OutcomeIn(BaseModel):
     decision_id: Id
     outcome: Annotated[str, Field(min_length=1, max_length=256)]
     outcome_at: datetime | None = None
-    source: Annotated[str, Field(min_length=1, max_length=64)] = "api"
+    source: Literal["api"] = "api"
+    """Set by the sidecar (``api`` here, ``proxy`` for what the proxy saw), never chosen by a caller."""
+
+    @field_validator("outcome_at")
+    @classmethod
+    def _not_in_the_future(cls, value: datetime | None) -> datetime | None:
+        if value is not None:
+            aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+            if aware > datetime.now(UTC) + CLOCK_SKEW:
+                msg = "outcome_at is in the future"
+                raise ValueError(msg)
+        return value
 
 
 class OutcomeBatch(BaseModel):
@@ -60,6 +76,20 @@ def decode(body: bytes) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RequestError(f"body is not valid JSON: {exc}", field="body") from exc
+    except RecursionError as exc:  # one short refusal, not a traceback thousands of lines long
+        raise RequestError("body nests too deeply", field="body") from exc
+
+
+def refuse_lone_surrogates(body: bytes, items: list[DecisionIn], prefix: str) -> None:
+    """A 400 naming the state that holds half a UTF-16 pair (no UTF-8 form: it could not be stored)."""
+    if _SURROGATE_ESCAPE.search(body) is None:  # the common case costs one scan of the raw bytes
+        return
+    for i, item in enumerate(items):
+        try:
+            json.dumps(item.state, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            field = prefix.format(i) + "state"
+            raise RequestError(f"{field}: holds a lone UTF-16 surrogate", field=field) from exc
 
 
 def _validate(model: type[_M], data: Any) -> _M:

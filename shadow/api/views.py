@@ -24,7 +24,7 @@ def _runtime(request: web.Request, name: str, field: str) -> DecisionRuntime:
         raise RequestError(f"unknown decision_type {name!r}", field=field)
     if rt.token is not None:
         given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {rt.token}".encode()):
+        if not hmac.compare_digest(given.encode(errors="surrogateescape"), f"Bearer {rt.token}".encode()):
             raise Unauthorized(f"decision type {name!r} needs its bearer token", field="Authorization")
     return rt
 
@@ -33,6 +33,7 @@ async def post_decisions(request: web.Request) -> web.Response:
     """Offer one decision or a batch; 202 with what was queued and what was dropped (and why)."""
     body = await request.read()
     items, prefix = payloads.parse_decisions(payloads.decode(body))
+    payloads.refuse_lone_surrogates(body, items, prefix)
     runtimes = [_runtime(request, it.decision_type, prefix.format(i) + "decision_type")
                 for i, it in enumerate(items)]
     mirror = request.app[MIRROR]
@@ -71,9 +72,12 @@ async def healthz(request: web.Request) -> web.Response:
     for rt in request.app[RUNTIMES].types.values():
         for cand in rt.candidates:
             breakers.setdefault(cand.name, {})[cand.backend.endpoint] = cand.breaker.state.name.lower()
-    return web.json_response({"status": "ok", "queue_depth": mirror.depth, "kill_switch": mirror.kill_switch,
+    relay = request.app[METRICS].relay_health
+    fds_short = relay.get("fds", 0) > 0.9 * relay.get("fd_limit", 1 << 62)  # new clients would be refused
+    return web.json_response({"status": "degraded" if fds_short else "ok", "queue_depth": mirror.depth,
+                              "kill_switch": mirror.kill_switch,
                               "queues": {name: lane.depth for name, lane in mirror.lanes.items()},
-                              "breakers": breakers})
+                              "breakers": breakers, **({"relay": relay} if relay else {})})
 
 
 async def metrics(request: web.Request) -> web.Response:

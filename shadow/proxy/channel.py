@@ -97,10 +97,11 @@ class ChannelHooks:
         """Counted here, sent with the next counters frame."""
         self.unmirrored_by_reason[reason] = self.unmirrored_by_reason.get(reason, 0) + n
 
-    def send_counters(self) -> None:
-        """One ``C`` frame with every counter so far."""
+    def send_counters(self, health: dict[str, int] | None = None) -> None:
+        """One ``C`` frame with every counter so far, and the relay's health gauges."""
         if not self.transport.is_closing():
             self.transport.write(encode_json(b"C", {"answered": self.answered_by_class,
-                                                    "unmirrored": self.unmirrored_by_reason}))
+                                                    "unmirrored": self.unmirrored_by_reason,
+                                                    "health": health or {}}))
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 CONNECT_BUFFER = 1024 * 1024
 """Client bytes held while the upstream connection opens; reading pauses beyond this."""
+KEPT_PER_CONNECTION = 4  # requests awaiting an answer whose bodies are copied; pipelined beyond: not
 
 
 def _error_response(error: RequestError) -> bytes:
@@ -54,25 +55,39 @@ class Connection:
         self.eof_from_client = False
         self.requests: deque[Message] = deque()
         self.answering = False  # part of the current response already went to the client
+        self.relayed = False  # an upstream byte went to the client: from then on only its bytes do
         self.closing = False
-        self.requests_framer = Framer("request", keep, on_head=self.requests.append)
+        self.requests_framer = Framer("request", keep, on_head=self._request_head)
         self.responses_framer = Framer("response", keep, request_method=self._answered_method,
-                                       on_message=self._answered)
-        self.last_io = 0.0
+                                       on_head=self._response_head, on_message=self._answered)
+        self.last_io = self.waiting_since = asyncio.get_running_loop().time()
         self.timer: asyncio.TimerHandle | None = None
         self.loop = asyncio.get_running_loop()
         self.unframed_requests: list[bytes] = []
         self.unframed_responses: list[bytes] = []
-        self.gone = False
+        self.gone = False  # waiting_since: when the last answer went (or the connection was made)
 
     def _answered_method(self) -> str | None:
         return self.requests[0].method if self.requests else None
 
+    def _request_head(self, request: Message) -> None:
+        """Pair it; copy its body only for a claimed route, and only for a few pipelined at once."""
+        self.requests.append(request)
+        keep = self.server.claimed(request) and len(self.requests) <= KEPT_PER_CONNECTION
+        self.requests_framer.keep = self.server.config.keep_bytes if keep else 0
+
+    def _response_head(self, _response: Message) -> None:
+        claimed = bool(self.requests) and self.server.claimed(self.requests[0])
+        self.responses_framer.keep = self.server.config.keep_bytes * claimed
+
     # client side -------------------------------------------------------------------------------------
 
     def client_connected(self, transport: asyncio.Transport) -> None:
-        """Pair the client's transport with this connection."""
+        """Pair the client's transport with this connection (or refuse it, over the connection cap)."""
         self.client = transport
+        if len(self.server.connections) >= self.server.config.max_connections:
+            transport.abort()
+            return
         self.server.connections.add(self)
         _nodelay(transport)
 
@@ -107,10 +122,12 @@ class Connection:
             self._arm(self.server.config.read_timeout_s)
 
     def client_eof(self) -> None:
-        """The client half-closed: pass the EOF on."""
+        """The client half-closed: pass the EOF on, or close now if it never sent a byte."""
         self.eof_from_client = True
         if self.upstream is not None and self.upstream.can_write_eof():
             self.upstream.write_eof()
+        elif self.connecting is None and self.client is not None:  # nothing sent, nothing to answer
+            self.client.close()
 
     def client_lost(self) -> None:
         """The client is gone: close the upstream side."""
@@ -164,7 +181,7 @@ class Connection:
         if client is None:
             return
         client.write(data)
-        self.answering = True
+        self.answering = self.relayed = True
         self.last_io = self.loop.time()
         if not self.unframed_responses:  # framed (and mirrored) on the next turn: the bytes go out first
             self.loop.call_soon(self._frame_responses)
@@ -204,6 +221,7 @@ class Connection:
             hooks.exchange(request, response)
         if not self.requests:
             self._disarm()
+            self.waiting_since = self.loop.time()
             if self.closing:
                 self.close()
 
@@ -222,7 +240,7 @@ class Connection:
         self._disarm()
         if client is None or client.is_closing():
             return
-        if not self.answering:
+        if not self.relayed:  # after a relayed response a 502/504 could be read as the next answer
             client.write(_error_response(error))
             self.server.hooks.answered(error.status)
         self._unmirrored("upstream_failed")
@@ -306,9 +324,9 @@ class ClientSide(_Side):
         self.conn.client_data(data)
 
     def eof_received(self) -> bool:
-        """The client half-closed (keep the transport open)."""
+        """The client half-closed: keep the transport open to send the answers."""
         self.conn.client_eof()
-        return True  # keep the connection open to send the answers
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         """The client connection closed."""
@@ -330,5 +348,3 @@ class _UpstreamSide(_Side):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
         self.conn.upstream_lost()
-
-

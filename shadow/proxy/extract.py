@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 STOPPED = frozenset({"kill_switch", "experiment_ended", "shutdown"})  # no outcome rows either
 MAX_OUTCOME_CHARS = 256  # as the mirror API's outcome field
 
@@ -98,14 +100,27 @@ def mirror_exchange(core: web.Application, ex: Exchange) -> None:
     if rt is None or rt.dtype.proxy is None:
         return
     spec = rt.dtype.proxy
+    if ex.status not in spec.decision_statuses:  # production refused it: not a decision it made
+        core[METRICS].proxy_unmirrored.labels("status_not_allowed").inc()
+        return
     try:
         decision_id = str(extract(spec.decision_id, ex))
         state = extract(spec.state, ex)
-        if not isinstance(state, (str, dict)):
-            state = json.dumps(state)
     except _Unreadable as exc:
         core[METRICS].proxy_unmirrored.labels(exc.reason).inc()
         return
+    rules = rt.dtype.state
+    if not isinstance(state, dict) and (rules.include or rules.remove or rules.hash):
+        core[METRICS].proxy_unmirrored.labels("state_not_an_object").inc()  # redaction needs an object
+        return
+    if not isinstance(state, (str, dict)):
+        state = json.dumps(state)
+    if _SURROGATE_ESCAPE.search(ex.request_body or b"") or _SURROGATE_ESCAPE.search(ex.response_body or b""):
+        try:  # half a UTF-16 pair has no UTF-8 form: it could not be stored, so it is not mirrored
+            json.dumps([decision_id, state], ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            core[METRICS].proxy_unmirrored.labels("lone_surrogate").inc()
+            return
     size = len(ex.request_body or b"")
     reason = core[MIRROR].offer(rt, decision_id[:128], state, size)
     if reason in STOPPED:

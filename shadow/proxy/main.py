@@ -1,4 +1,8 @@
-"""``python -m shadow.proxy.main SPEC_JSON``: the relay process (started by the supervisor, not by hand).
+"""The relay process's entry point (started by the supervisor, not by hand; `main` reads SPEC_JSON).
+
+The supervisor runs it as ``python -I -c BOOTSTRAP PACKAGE_ROOT SPEC_JSON`` with a minimal environment
+and ``/`` as its working folder: no token or key in its environment, and no module from the working
+folder or PYTHONPATH can be imported in its place.
 
 It serves the listening socket it inherits with a `ProxyServer` and reports over the channel. It holds
 no secret and no catalog: only the upstream, the timeouts and the claimed routes, and it loads only the
@@ -12,9 +16,11 @@ import contextlib
 import ctypes
 import gc
 import json
+import resource
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from shadow.proxy.channel import ChannelHooks, encode_json
@@ -48,7 +54,8 @@ async def relay_main(spec: dict[str, Any]) -> None:
     transport, channel = await loop.create_unix_connection(_ChannelClient, spec["channel"])
     hooks = ChannelHooks(transport, spec["handoff_bytes"])
     config = ProxyConfig(Upstream(**spec["upstream"]), spec["connect_timeout_s"], spec["read_timeout_s"],
-                         spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]))
+                         spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]),
+                         spec["idle_timeout_s"], spec["max_connections"])
     server = ProxyServer(config, hooks)
     port = await server.start(sock=socket.socket(fileno=spec["fd"]))
     gc.collect()
@@ -59,7 +66,7 @@ async def relay_main(spec: dict[str, Any]) -> None:
     while not stop.is_set():  # also stop when the sidecar closes the channel
         await asyncio.wait(waits, timeout=COUNTERS_EVERY_S,
                            return_when=asyncio.FIRST_COMPLETED)
-        hooks.send_counters()
+        hooks.send_counters(_health(server))
         if channel.closed.done():
             break
     await server.close(spec["grace_s"])
@@ -69,9 +76,27 @@ async def relay_main(spec: dict[str, Any]) -> None:
     stopped.cancel()
 
 
+def _health(server: ProxyServer) -> dict[str, int]:
+    """Client connections, open descriptors and the descriptor limit (``/healthz`` shows them)."""
+    with contextlib.suppress(OSError):
+        fds = sum(1 for _ in Path("/proc/self/fd").iterdir())
+        return {"connections": len(server.connections), "fds": fds,
+                "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0]}
+    return {"connections": len(server.connections)}
+
+
+def _raise_fd_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: each client holds two descriptors (it and its upstream)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main() -> None:
     """Run the relay until SIGTERM (started by `ProxyProcess`, not by hand)."""
     _die_with_parent()
+    _raise_fd_limit()
     spec = json.loads(sys.argv[1])
     try:
         import uvloop  # noqa: PLC0415  (optional: faster loop)

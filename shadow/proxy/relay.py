@@ -9,7 +9,8 @@ the `ProxyHooks`. Nothing comes back: there is no code path from a proposal to a
 
 Where no upstream answer exists, the client gets what a reverse proxy sends: a JSON 502 when the upstream
 cannot be reached, a JSON 504 when it does not answer within ``SHADOW_UPSTREAM_READ_TIMEOUT_S`` (or the
-connection is closed when part of the answer was already sent).
+connection is closed once any upstream byte was relayed on it: the proxy never writes a byte the upstream
+did not send on a connection that has relayed a response).
 
 This module runs in the relay process: it imports framing and errors, never the catalog, the mirror or
 the record store.
@@ -67,6 +68,10 @@ class ProxyConfig:
     keep_bytes: int
     routes: frozenset[tuple[str, str]]
     """(METHOD, path) pairs the catalog claims; only their exchanges are handed to the mirror."""
+    idle_timeout_s: float = 60.0
+    """A connection with no request awaiting an answer this long is closed (idle, or a head trickling)."""
+    max_connections: int = 4096
+    """Client connections at once; beyond, a new one is closed at once."""
 
 
 class ProxyHooks(Protocol):
@@ -92,6 +97,7 @@ class ProxyServer:
         self.connections: set[Connection] = set()
         self.all_closed = asyncio.Event()
         self._server: asyncio.Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> int:
         """Start listening (on ``host:port``, or on an already bound ``sock``); return the port."""
@@ -102,12 +108,33 @@ class ProxyServer:
         else:
             self._server = await loop.create_server(lambda: ClientSide(Connection(self)), host, port,
                                                     backlog=1024, reuse_address=True)
+        self._sweeper = asyncio.create_task(self._sweep(), name="shadow-proxy-sweep")
         return int(self._server.sockets[0].getsockname()[1])
+
+    async def _sweep(self) -> None:
+        """Close expired connections (idle, or a head that never completes) a few times per timeout."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(1.0, self.config.idle_timeout_s / 4))
+            now = loop.time()
+            for conn in [c for c in self.connections if self._expired(c, now)]:
+                conn.close()
+
+    def _expired(self, conn: Connection, now: float) -> bool:
+        """No request awaiting an answer for the idle timeout (a head trickling in does not count)."""
+        if conn.requests:
+            return False  # the upstream's read timeout applies
+        since = conn.last_io if conn.requests_framer.off is not None else conn.waiting_since
+        return now - since > self.config.idle_timeout_s
 
     async def close(self, grace_s: float) -> None:
         """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
         if self._server is not None:
             self._server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         for conn in list(self.connections):
             conn.closing = True
             if not conn.requests:

@@ -1,6 +1,6 @@
 """Proxy mode's relay in its own process: production traffic never waits behind the mirror's work.
 
-    sidecar process (core)                          relay process (python -m shadow.proxy.main)
+    sidecar process (core)                          relay process (python -I, minimal env, cwd /)
       binds the proxy port  -- listening fd ------>   serves it: ProxyServer (relay.py)
       ProxyChannel (Unix socket)  <-- frames ------   ChannelHooks: finished exchanges on claimed
       mirror_messages(...) -> Mirror.offer             routes, counters every 0.5 s, "ready"
@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -47,13 +48,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0
-RELAY_MODULE = "shadow.proxy.main"
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The folder holding this ``shadow`` package: the relay imports the same code as the sidecar."""
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from shadow.proxy.main import main; main()"
+"""The relay's ``-c`` program: isolated mode (``-I``) puts neither the working folder nor PYTHONPATH on
+``sys.path``, so the package's own folder is put first, by name, and nothing else."""
+RELAY_ENV_PASSED = ("SSL_CERT_FILE", "SSL_CERT_DIR", "TZ")
+"""The only variables the relay inherits (TLS trust for an https upstream); never a token or key."""
 
 
 def relay_config(settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -> ProxyConfig:
     """The relay's part of the sidecar settings (no secret, no catalog: only the claimed routes)."""
     return ProxyConfig(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
-                       settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes)
+                       settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes,
+                       settings.proxy_idle_timeout_s, settings.proxy_max_connections)
 
 
 
@@ -87,6 +95,9 @@ class _ChannelReader(asyncio.Protocol):
     def counters(self, value: dict[str, dict[str, int]], metrics: Metrics) -> None:
         """Add what grew since this relay's previous snapshot."""
         for group, series in value.items():
+            if group == "health":
+                metrics.relay_health.update(series)
+                continue
             for label, total in series.items():
                 delta = total - self.seen.get((group, label), 0)
                 self.seen[(group, label)] = total
@@ -98,8 +109,11 @@ class _ChannelReader(asyncio.Protocol):
 class ProxyProcess:
     """Runs, watches and restarts the relay process; mirrors what it hands over."""
 
-    def __init__(self, settings: ShadowSettings, core: web.Application) -> None:
+    def __init__(self, settings: ShadowSettings, core: web.Application,
+                 python_flags: tuple[str, ...] = ()) -> None:
         self.settings = settings
+        self.python_flags = python_flags
+        """Extra interpreter options for the relay (tests pass ``("-X", "importtime")``)."""
         self.core = core
         self.metrics: Metrics = core[METRICS]
         self.config = relay_config(settings, catalog_routes(core))
@@ -115,15 +129,16 @@ class ProxyProcess:
     async def start(self) -> str:
         """Bind the port, start the relay, wait until it serves; return the proxy's base URL."""
         settings = self.settings
-        self.sock = socket.create_server((settings.host, settings.proxy_port or 0), backlog=1024)
+        self.sock = socket.create_server((settings.proxy_host, settings.proxy_port or 0), backlog=1024)
         self.sock.set_inheritable(True)
         self.folder = Path(tempfile.mkdtemp(prefix="shadow-proxy-"))  # 0700: only this user can connect
         path = self.folder / "channel.sock"
         self.channel = await asyncio.get_running_loop().create_unix_server(lambda: _ChannelReader(self),
                                                                            str(path))
+        self.metrics.relay_health.setdefault("restarts", 0)
         await self._spawn()
         self.watcher = asyncio.create_task(self._watch(), name="shadow-proxy-watch")
-        return f"http://{settings.host}:{self.sock.getsockname()[1]}"
+        return f"http://{settings.proxy_host}:{self.sock.getsockname()[1]}"
 
     def _spec(self) -> dict[str, Any]:
         assert self.sock is not None
@@ -133,14 +148,16 @@ class ProxyProcess:
                 "upstream": {"host": c.upstream.host, "port": c.upstream.port, "tls": c.upstream.tls},
                 "connect_timeout_s": c.connect_timeout_s, "read_timeout_s": c.read_timeout_s,
                 "keep_bytes": c.keep_bytes, "routes": sorted(c.routes),
+                "idle_timeout_s": c.idle_timeout_s, "max_connections": c.max_connections,
                 "handoff_bytes": self.settings.proxy_handoff_bytes, "grace_s": self.settings.shutdown_grace_s}
 
     async def _spawn(self) -> None:
         assert self.sock is not None
         self.ready = asyncio.get_running_loop().create_future()
+        env = {name: os.environ[name] for name in RELAY_ENV_PASSED if name in os.environ}
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", RELAY_MODULE, json.dumps(self._spec()),
-            pass_fds=(self.sock.fileno(),), stdin=asyncio.subprocess.DEVNULL)
+            sys.executable, "-I", *self.python_flags, "-c", BOOTSTRAP, PACKAGE_ROOT, json.dumps(self._spec()),
+            pass_fds=(self.sock.fileno(),), stdin=asyncio.subprocess.DEVNULL, env=env, cwd="/")
         exited = asyncio.create_task(self.proc.wait())
         done, _ = await asyncio.wait([self.ready, exited], timeout=READY_TIMEOUT_S,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -161,6 +178,7 @@ class ProxyProcess:
                 return
             log.error("proxy relay exited with code %s; restarting it", code)
             self.metrics.proxy_restarts.inc()
+            self.metrics.relay_health["restarts"] = self.metrics.relay_health.get("restarts", 0) + 1
             await asyncio.sleep(0.1)
             try:
                 await self._spawn()
@@ -205,9 +223,10 @@ class ProxyProcess:
 
 
 @contextlib.asynccontextmanager
-async def running_proxy_process(settings: ShadowSettings, core: web.Application) -> Any:
+async def running_proxy_process(settings: ShadowSettings, core: web.Application,
+                                python_flags: tuple[str, ...] = ()) -> Any:
     """The relay process for the duration of the block; yields the proxy's base URL."""
-    proxy = ProxyProcess(settings, core)
+    proxy = ProxyProcess(settings, core, python_flags)
     url = await proxy.start()
     try:
         yield url
@@ -221,9 +240,9 @@ async def running_proxy(settings: ShadowSettings, core: web.Application,
                         port: int | None = None) -> AsyncIterator[str]:
     """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
     server = ProxyServer(relay_config(settings, catalog_routes(core)), MirrorHooks(core))
-    bound = await server.start(settings.host, port if port is not None else settings.proxy_port or 0)
+    bound = await server.start(settings.proxy_host, port if port is not None else settings.proxy_port or 0)
     try:
-        yield f"http://{settings.host}:{bound}"
+        yield f"http://{settings.proxy_host}:{bound}"
     finally:
         await server.close(settings.shutdown_grace_s)
 

@@ -54,12 +54,27 @@ def segment_payloads(read: SegmentRead) -> dict[str, list[memoryview]]:
 def _create(path: Path) -> BinaryIO:
     """Open ``path`` for writing, making its folder; again if the uploader pruned it meanwhile."""
     for _ in range(3):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         try:
-            return path.open("wb")
+            return open(path, "wb", opener=_private)
         except FileNotFoundError:  # the folder was removed as empty between mkdir and open
             continue
-    return path.open("wb")
+    return open(path, "wb", opener=_private)
+
+
+def private_folder(folder: Path) -> None:
+    """Make ``folder`` and each missing parent 0700 (``mkdir(parents=True)`` gives parents the default)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(mode=0o700, exist_ok=True)
+
+
+def _private(path: str, flags: int) -> int:
+    """Files of records are the owner's only (0600): they hold states, ids and outcomes."""
+    return os.open(path, flags, 0o600)
 
 
 def write_atomic(table: pa.Table, target: Path, metadata: dict[bytes, bytes] | None = None) -> None:

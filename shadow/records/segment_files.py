@@ -107,13 +107,13 @@ class SegmentFile:
     """One open segment, appended to by the journal's IO thread only."""
 
     def __init__(self, journal_dir: Path, seq: int) -> None:
-        journal_dir.mkdir(parents=True, exist_ok=True)
+        journal_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.seq = seq
         self.path = journal_dir / f"{seq:016d}{SUFFIX}"
         self.opened_at = time.monotonic()
         self.size = 0
         self.frames = 0
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         fsync_dir(journal_dir)
 
     def write(self, data: bytes) -> None:

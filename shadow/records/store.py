@@ -29,7 +29,7 @@ from contracts.records import DEFAULT_CANDIDATE
 from shadow.records import rows as rowlib
 from shadow.records.errors import RecordsError, SinkFull, StoreClosed, UploadFailed
 from shadow.records.journal import Journal
-from shadow.records.parquet import publish_segment, remove_segment
+from shadow.records.parquet import private_folder, publish_segment, remove_segment
 from shadow.records.recovery import recover
 from shadow.records.s3 import S3Uploader, staged_files
 from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, next_seq
@@ -73,7 +73,7 @@ class StoreStats:
 def _lock_spool(spool_dir: Path) -> int:
     """An exclusive lock on the spool: two stores on one journal would corrupt each other."""
     spool_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(spool_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(spool_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
@@ -126,6 +126,8 @@ class RecordStore:
     async def start(self) -> None:
         """Recover what the journal holds, then start committing, rolling over and uploading."""
         loop = asyncio.get_running_loop()
+        for private in (self.settings.spool_dir, self.settings.local_root()):  # 0700: states, ids, outcomes
+            private_folder(private)
         self._spool_lock = _lock_spool(self.settings.spool_dir)
         try:
             report = await loop.run_in_executor(self._work, recover, self.settings)

@@ -27,6 +27,8 @@ async def route(request: web.Request) -> web.Response:
         body = await request.json()
     except json.JSONDecodeError:
         return web.json_response({"error": "not json"}, status=400, headers=_headers())
+    if request.headers.get("Authorization") == "Bearer wrong":
+        return web.json_response({"error": "unauthorized", "team": "billing"}, status=401, headers=_headers())
     team = "technical" if "crash" in json.dumps(body.get("ticket", {})) else "billing"
     resp = web.json_response({"ticket_id": body.get("ticket_id"), "team": team}, headers=_headers())
     resp.headers.add("Set-Cookie", "a=1; Path=/")

@@ -7,9 +7,8 @@ import pytest
 from shadow.proxy.framing import Framer, Message
 
 REQUESTS = (b"POST /route?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
-            b"\r\n"  # an empty line between messages is allowed
             b"GET /plain HTTP/1.1\r\nHost: a\r\n\r\n"
-            b"PUT /chunks HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+            b"PUT /chunks HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"3;name=x\r\nabc\r\n4\r\ndefg\r\n0\r\nX-Sum: 7\r\n\r\n")
 
 
@@ -36,7 +35,8 @@ def test_requests_are_framed_the_same_whatever_the_split(size: int) -> None:
 
 def test_bodies_over_the_cap_are_framed_but_not_kept() -> None:
     """A body larger than ``keep`` still ends where it should; its copy is None."""
-    data = b"POST /big HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789GET / HTTP/1.1\r\n\r\n"
+    data = (b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789"
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
     messages = Framer("request", keep=4).feed(data)
     assert [(m.start[1], m.body) for m in messages] == [("/big", None), ("/", b"")]
 
@@ -70,31 +70,78 @@ def test_upgrades_and_connect_turn_framing_off() -> None:
     assert [m.status for m in connect.feed(b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03")] == [200]
     assert connect.off == "upgrade"
     request = Framer("request", keep=64)
-    done = request.feed(b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x85")
+    done = request.feed(b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+                        b"\x81\x85")
     assert [m.start[1] for m in done] == ["/ws"]
     assert request.off == "upgrade"
 
 
-@pytest.mark.parametrize("head", [
-    b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
-    b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-    b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
-    b"POST / HTTP/1.1\r\n no-colon-here\r\n\r\n",
-    b"GARBAGE\r\n\r\n",
-    b"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-])
-def test_what_cannot_be_followed_turns_framing_off(head: bytes) -> None:
-    """Malformed framing: no message, and the framer is off (the relay still forwards the bytes)."""
+CHUNKED = b"PUT / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: chunked\r\n\r\n"
+SMUGGLING = {
+    # a bare LF ends a line for nginx and Werkzeug: the framer must not merge two requests into one
+    "bare_lf": b"POST /route HTTP/1.1\nHost: u\nContent-Type: application/json\nContent-Length: 2\n\n{}"
+               b"POST /route HTTP/1.1\r\nHost: u\r\nContent-Length: 2\r\n\r\n{}",
+    "bare_lf_hides_length": b"POST /route HTTP/1.1\r\nHost: u\r\nX-A: b\nContent-Length: 9\r\n\r\n",
+    "bare_cr": b"POST /route HTTP/1.1\r\nHost: u\rContent-Length: 3\r\n\r\nabc",
+    "lower_case_method": b"post /route HTTP/1.1\r\nHost: u\r\n\r\n",
+    "unknown_method": b"FOO /route HTTP/1.1\r\nHost: u\r\n\r\n",
+    "header_name_not_a_token": b"POST /route HTTP/1.1\r\nHost: u\r\nX(a): 1\r\n\r\n",
+    "space_before_colon": b"POST /route HTTP/1.1\r\nHost: u\r\nContent-Length : 3\r\n\r\nabc",
+    "obs_fold": b"POST /route HTTP/1.1\r\nHost: u\r\nX-A: 1\r\n Content-Length: 3\r\n\r\nabc",
+    "length_not_digits": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: ten\r\n\r\n",
+    "length_plus": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: +3\r\n\r\nabc",
+    "length_too_long": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 9999999999999999\r\n\r\n",
+    "duplicate_length": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+    "conflicting_length": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+    "te_gzip": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: gzip\r\n\r\n",
+    "te_list": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    "te_odd": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: xchunked\r\n\r\n",
+    "te_twice": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: chunked\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "length_and_te": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"0\r\n\r\n",
+    "chunk_size_0x": CHUNKED + b"0x3\r\nabc\r\n0\r\n\r\n",
+    "chunk_size_plus": CHUNKED + b"+3\r\nabc\r\n0\r\n\r\n",
+    "chunk_size_space": CHUNKED + b"3 \r\nabc\r\n0\r\n\r\n",
+    "chunk_size_too_long": CHUNKED + b""
+                           b"10000000000000003\r\nabc\r\n0\r\n\r\n",
+    "chunk_size_not_hex": CHUNKED + b"zz\r\n",
+    "chunk_line_bare_lf": CHUNKED + b"3\nabc\r\n0\r\n\r\n",
+    "no_colon": b"POST / HTTP/1.1\r\nHost: u\r\n no-colon-here\r\n\r\n",
+    "no_host": b"GET / HTTP/1.1\r\n\r\n",
+    "two_hosts": b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "empty_line_first": b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    "version_2": b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+    "garbage": b"GARBAGE\r\n\r\n",
+    "odd_target_form": b"POST h:ttp://h/x HTTP/1.1\r\nHost: u\r\nContent-Length: 0\r\n\r\n",  # fuzz found
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMUGGLING))
+def test_what_a_parser_could_read_two_ways_turns_framing_off(name: str) -> None:
+    """Each smuggling vector: no message is framed, the framer is off and stays off.
+
+    The relay still forwards the bytes; the upstream decides.
+    """
     framer = Framer("request", keep=64)
-    assert framer.feed(head) == []
+    assert framer.feed(SMUGGLING[name]) == []
     assert framer.off == "unparsed_request"
-    assert framer.feed(b"GET / HTTP/1.1\r\n\r\n") == []
+    assert framer.feed(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n") == []
+
+
+def test_a_head_fed_a_byte_at_a_time_is_searched_once() -> None:
+    """A 60 KiB head arriving one byte per feed is framed (only new bytes are searched each time)."""
+    head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + b"x" * 60_000 + b"\r\n\r\n"
+    framer = Framer("request", keep=64)
+    done = feed_in_pieces(framer, head, 1)
+    assert [m.start[1] for m in done] == ["/"]
+    assert framer.off is None
 
 
 def test_a_head_over_the_limit_turns_framing_off() -> None:
     """Heads are buffered only up to ``head_limit``."""
     framer = Framer("request", keep=64, head_limit=100)
-    assert framer.feed(b"GET / HTTP/1.1\r\nX-Big: " + b"x" * 200) == []
+    assert framer.feed(b"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + b"x" * 200) == []
     assert framer.off == "request_head_too_large"
 
 
@@ -102,7 +149,7 @@ def test_on_head_sees_requests_before_their_bodies_arrive() -> None:
     """The relay pairs responses with requests from the head on (a 413 can come before the body ends)."""
     heads: list[Message] = []
     framer = Framer("request", keep=64, on_head=heads.append)
-    framer.feed(b"POST /upload HTTP/1.1\r\nContent-Length: 100\r\n\r\npart")
+    framer.feed(b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\npart")
     assert [(m.start[1], m.complete) for m in heads] == [("/upload", False)]
 
 
@@ -126,3 +173,12 @@ def test_responses_in_one_feed_each_follow_their_own_request() -> None:
                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\nnope") == []
     assert [(m.status, m.body) for m in done] == [(200, b""), (200, b"ok"), (404, b"nope")]
     assert pending == []
+
+
+def test_on_head_decides_whether_a_body_is_copied() -> None:
+    """The relay copies bodies only for claimed routes: ``on_head`` sets ``keep`` before the body comes."""
+    framer = Framer("request", keep=1024)
+    framer.on_head = lambda m: setattr(framer, "keep", 1024 if m.start[1] == "/route" else 0)
+    done = framer.feed(b"POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"
+                       b"POST /route HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nxyz")
+    assert [(m.start[1], m.body) for m in done] == [("/other", None), ("/route", b"xyz")]

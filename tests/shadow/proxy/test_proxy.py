@@ -133,14 +133,14 @@ async def test_proxy_mirror_failure_never_reaches_the_response(scorer_url: str, 
     """
     async with proxy_stack(tmp_path, scorer_url) as (upstream, proxy, api), \
             aiohttp.ClientSession() as session:
-        kwargs: dict[str, Any] = {"data": b"not json", "headers": {"Content-Type": "text/plain"}}
+        kwargs: dict[str, Any] = {"json": {"ticket": {"subject": "no id"}}}  # production answers 200
         async with session.post(upstream + "/route", **kwargs) as direct:
             expected = (direct.status, await direct.read())
         async with session.post(proxy + "/route", **kwargs) as proxied:
             assert (proxied.status, await proxied.read()) == expected
         async with session.get(api + "/metrics") as metrics:
             text = await metrics.text()
-    assert 'shadow_proxy_unmirrored_total{reason="request_not_json"} 1.0' in text
+    assert 'shadow_proxy_unmirrored_total{reason="missing_ticket_id"} 1.0' in text
 
 
 

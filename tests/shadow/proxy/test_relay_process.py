@@ -1,16 +1,20 @@
-"""The relay process, as it runs: which project modules it loads (none of the catalog, mirror or store)."""
+"""The relay process, as it runs: which project modules it loads, and what it inherits (no secret)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tests.shadow.conftest import read_rows
-from tests.shadow.proxy.test_proxy import REQUESTS, fetch, proxy_stack
+from shadow.proxy.supervisor import ProxyProcess
+from tests.shadow.conftest import read_rows, running_sidecar, serve, settings_for, ticket_type, write_catalog
+from tests.shadow.proxy.test_proxy import REQUESTS, fetch
+from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import AsyncIterator
 
     import pytest
 
@@ -19,24 +23,65 @@ ALLOWED = {"shadow", "shadow.errors", "shadow.proxy", "shadow.proxy.framing", "s
 """Every project module the relay may load: framing, the relay, the channel and the error trees."""
 
 
+@contextlib.asynccontextmanager
+async def relay_stack(tmp_path: Path, scorer_url: str, python_flags: tuple[str, ...] = ()
+                      ) -> AsyncIterator[tuple[str, ProxyProcess]]:
+    """Upstream, sidecar and a relay process started with ``python_flags``; yields (proxy URL, process)."""
+    async with serve(upstream_app()) as upstream:
+        catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
+        async with running_sidecar(settings) as (_api, core):
+            proxy = ProxyProcess(settings, core, python_flags)
+            url = await proxy.start()
+            try:
+                yield url, proxy
+            finally:
+                await proxy.stop()
+
+
 async def test_the_relay_process_loads_only_framing_the_channel_and_errors(
-        scorer_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+        scorer_url: str, tmp_path: Path, capfd: pytest.CaptureFixture[str],
 ) -> None:
     """Run the real relay process through a mirrored exchange and read what Python imported in it.
 
-    ``PYTHONPROFILEIMPORTTIME`` makes the child list every module it imports on its stderr, which
-    ``capfd`` reads; only the relay process is started with it (the test process started before).
+    The supervisor starts it with ``-X importtime`` (its ``python_flags``), so the child lists every
+    module it imports on its stderr, which ``capfd`` reads (the environment cannot carry it: the relay
+    runs isolated, ``-I``, with a minimal environment).
     """
-    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
-    async with proxy_stack(tmp_path, scorer_url) as (_upstream, proxy, _api), \
+    async with relay_stack(tmp_path, scorer_url, ("-X", "importtime")) as (proxy, _process), \
             aiohttp.ClientSession() as session:
         for method, path, kwargs in REQUESTS[:2]:
             await fetch(session, proxy, method, path, kwargs)
-    monkeypatch.delenv("PYTHONPROFILEIMPORTTIME")
     err = capfd.readouterr().err
     loaded = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
-    assert "shadow.proxy.relay" in loaded  # the listing is the relay process's (main runs as __main__)
+    assert "shadow.proxy.relay" in loaded  # the listing is the relay process's
     project = {m for m in loaded if m.split(".")[0] in {"contracts", "scorer", "shadow", "pipelines",
                                                          "dashboards", "semif_shadow"}}
     assert project - ALLOWED == set()
     assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-1", "t-2"}
+
+
+async def test_the_relay_inherits_no_secret_and_runs_no_planted_module(
+        scorer_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The relay's environment holds no key or token and its working folder is ``/``.
+
+    A ``uvloop.py`` planted in the sidecar's working folder (and on PYTHONPATH) is not imported by it.
+    """
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    marker = tmp_path / "planted-ran"
+    (planted / "uvloop.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("PYTHONPATH", str(planted))
+    monkeypatch.setenv("SHADOW_REDACTION_KEY", "hmac-key-secret")
+    monkeypatch.setenv("SHADOW_TOKEN_TICKETS", "bearer-secret")
+    async with relay_stack(tmp_path, scorer_url) as (proxy, process), aiohttp.ClientSession() as session:
+        kwargs: dict[str, Any] = REQUESTS[0][2]
+        status, *_ = await fetch(session, proxy, "POST", "/route", kwargs)
+        assert process.proc is not None
+        proc = Path(f"/proc/{process.proc.pid}")
+        environ, cwd = (proc / "environ").read_bytes(), str((proc / "cwd").readlink())
+    assert status == 200
+    assert b"secret" not in environ
+    assert cwd == "/"
+    assert not marker.exists()
