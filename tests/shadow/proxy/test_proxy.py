@@ -138,9 +138,14 @@ async def test_proxy_mirror_failure_never_reaches_the_response(scorer_url: str, 
             expected = (direct.status, await direct.read())
         async with session.post(proxy + "/route", **kwargs) as proxied:
             assert (proxied.status, await proxied.read()) == expected
-        async with session.get(api + "/metrics") as metrics:
-            text = await metrics.text()
-    assert 'shadow_proxy_unmirrored_total{reason="missing_ticket_id"} 1.0' in text
+        counted = 'shadow_proxy_unmirrored_total{reason="missing_ticket_id"} 1.0'
+        for _ in range(100):  # the relay process reports its counters every 0.5 s
+            async with session.get(api + "/metrics") as metrics:
+                text = await metrics.text()
+            if counted in text:
+                break
+            await asyncio.sleep(0.1)
+    assert counted in text
 
 
 
