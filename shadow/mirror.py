@@ -1,9 +1,12 @@
 """The mirror: handle -> enqueue -> dispatch -> record.
 
-`Mirror.offer` is all the request path ever calls: it decides in memory (kill switch, experiment end,
+`Mirror.offer` is all the proxy's path ever calls: it decides in memory (kill switch, experiment end,
 sample, rate cap, queue bounds) and returns at once; it never awaits a scorer or the store, and it
-returns nothing a caller could put into a production response. A fixed pool of workers takes decisions
-from the bounded queue (items and bytes) and hands each finished row to the `Recorder`.
+returns nothing a caller could put into a production response. The mirror API calls `offer_durably`,
+which also waits for the queued decisions' accept marks to be on disk (the journal's group commit), so
+a decision answered ``queued`` leaves a proposals row even if the process dies the next moment; it
+never waits for a scorer. A fixed pool of workers takes decisions from the bounded queue (items and
+bytes) and hands each finished row to the `Recorder`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from shadow.proposals import Decision
+from shadow.records.sink import SinkFull
 from shadow.sampling import is_sampled
 
 if TYPE_CHECKING:
@@ -27,6 +31,23 @@ if TYPE_CHECKING:
     from shadow.state import State
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One decision offered through the mirror API."""
+
+    rt: DecisionRuntime
+    decision_id: str
+    state: State
+    size: int
+
+
+def _mark_failure(mark: asyncio.Future[None] | None) -> str | None:
+    """The reason the worker will record for a decision whose accept mark failed; None if it is on disk."""
+    if mark is None or mark.cancelled() or mark.exception() is None:
+        return None
+    return "disk_full" if isinstance(mark.exception(), SinkFull) else "internal_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +79,34 @@ class Mirror:
 
     def offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> str | None:
         """Take one decision; return None if queued, else the reason it was dropped."""
+        return self._offer(rt, decision_id, state, size).reason
+
+    async def offer_durably(self, offers: list[Offer]) -> list[str | None]:
+        """Offer each decision, then wait until every queued one's accept mark is on disk.
+
+        Returns, per decision, None if it is queued and durably accepted, else the reason its row carries:
+        the drop reason, or ``disk_full`` / ``internal_error`` when its mark could not be written (the
+        worker records it so).
+        """
+        taken = [self._offer(o.rt, o.decision_id, o.state, o.size) for o in offers]
+        marks = [d.accepted for d in taken if d.reason is None and d.accepted is not None]
+        if marks:
+            await asyncio.wait(marks)
+        return [d.reason if d.reason is not None else _mark_failure(d.accepted) for d in taken]
+
+    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> Decision:
         now = time.time()
         d = Decision(decision_id, rt, state, int(now * 1e6), time.monotonic(), size)
         self.metrics.offered.labels(rt.name).inc()
-        reason = self._admit(d, now)
-        if reason is None:
+        d.reason = self._admit(d, now)
+        if d.reason is None:
             self._accept(d)
             self._queue.put_nowait(d)
             self._bytes += d.size
             self._gauges()
         else:
-            self.recorder.drop(d, reason)
-        return reason
+            self.recorder.drop(d, d.reason)
+        return d
 
     def _accept(self, d: Decision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.

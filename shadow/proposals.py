@@ -28,6 +28,7 @@ class Decision:
     size: int
     sampled: bool = False
     accepted: asyncio.Future[None] | None = None  # the store's durable note, started when queued
+    reason: str | None = None  # why it was dropped at the door; None once queued
 
 
 def blank_row(d: Decision, prepared: Prepared | None, stamp: RowStamp) -> dict[str, Any]:
