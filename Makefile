@@ -17,9 +17,17 @@ LLAMA_CMAKE_cpu-avx2 := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FM
 LLAMA_CMAKE_cuda := $(LLAMA_CMAKE_cpu-avx2) -DGGML_CUDA=on
 WHEEL_CACHE := $(HOME)/.cache/semif-shadow/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_FLAVOR)
 
-.PHONY: demo test lint pytest bench clean-venv
+.PHONY: demo test lint pytest bench clean-venv system-packages
 
-$(STAMP): pyproject.toml
+# Debian packages the tests drive: chromium (the review report, headless) and prometheus (promtool).
+SYSTEM_PACKAGES := chromium prometheus
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+system-packages:
+	command -v chromium >/dev/null && command -v promtool >/dev/null || { \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES); }
+
+$(STAMP): pyproject.toml | system-packages
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	ls $(WHEEL_CACHE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from contracts.errors import CatalogError
+from contracts.records import DEFAULT_CANDIDATE
 from contracts.semif import Normalization, format_loc
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")]
 Backend = Literal["local", "semif_http", "sagemaker", "chat"]
+MAX_CHALLENGERS = 8
 
 
 class _Strict(BaseModel):
@@ -133,7 +135,11 @@ class Proxy(_Strict):
 
 
 class DecisionType(_Strict):
-    """One decision type: the question, options, state rules, sampling, scorer and limits."""
+    """One decision type: the question, options, state rules, sampling, scorers and limits.
+
+    ``scorer`` is the champion, named ``champion`` (``default`` unless set); ``candidates`` adds
+    challengers by name, each offered every sampled decision beside the champion.
+    """
 
     question: Annotated[str, Field(min_length=1)]
     options: Annotated[list[Option], Field(min_length=2, max_length=256)]
@@ -141,6 +147,9 @@ class DecisionType(_Strict):
     state: StateSpec = StateSpec()
     sampling: Sampling = Sampling()
     scorer: Scorer
+    champion: Name = Field(default=DEFAULT_CANDIDATE, description="the candidate name of `scorer`")
+    candidates: Annotated[dict[Name, Scorer], Field(max_length=MAX_CHALLENGERS)] = Field(
+        default_factory=dict, description="challengers by name, scored beside the champion")
     breaker: Breaker = Breaker()
     budget: Budget = Budget()
     experiment_ends_at: datetime = Field(description="mirroring stops by itself after this instant (UTC)")
@@ -156,9 +165,27 @@ class DecisionType(_Strict):
             raise ValueError(f"review_option {self.review_option!r} is not one of the option ids")
         if self.experiment_ends_at.tzinfo is None:
             raise ValueError("experiment_ends_at needs a timezone (e.g. 2026-12-31T00:00:00Z)")
-        if self.state.scorer_sees == "included" and self.scorer.backend != "local":
+        if self.champion in self.candidates:
+            raise ValueError(f"candidate {self.champion!r} has the champion's name")
+        remote = [s.backend for s in self.scorers.values() if s.backend != "local"]
+        if self.state.scorer_sees == "included" and remote:
             raise ValueError("state.scorer_sees: included is only allowed for the in-process local backend")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave out an unnamed champion and no challengers, so older catalogs keep their sha256."""
+        data: dict[str, Any] = handler(self)
+        if self.champion == DEFAULT_CANDIDATE:
+            data.pop("champion", None)
+        if not self.candidates:
+            data.pop("candidates", None)
+        return data
+
+    @property
+    def scorers(self) -> dict[str, Scorer]:
+        """Every candidate's scorer by name, the champion first."""
+        return {self.champion: self.scorer, **self.candidates}
 
     @property
     def option_ids(self) -> list[str]:

@@ -26,6 +26,7 @@ COMMANDS = {
     "sidecar": ("shadow.cli", "sidecar", "Run the shadow sidecar, or check a decision catalog."),
     "records": ("shadow.records.cli", "records", "Inspect and compact the shadow records."),
     "pipelines": ("pipelines.cli", "pipelines", "The weekly DuckDB jobs over the records."),
+    "review": ("dashboards.cli", "review", "The weekly rollout review report from the marts."),
 }
 """name -> (module, attribute, one-line help): the command tree, without importing it."""
 

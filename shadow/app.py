@@ -3,7 +3,7 @@
     runtimes     the catalog made live; backends started (models loaded, client sessions opened); the
                  log scrub filter installed on the process's log handlers
     records      the durable record store (``shadow.records``) and the recorder's writer task
-    mirror       the bounded queue and its worker pool (stopped first: queued decisions become rows)
+    mirror       a bounded queue and worker pool per candidate (stopped first: queued decisions become rows)
     kill switch  a task watching ``SHADOW_KILL_SWITCH_FILE``
     gc           after start-up: freeze what start-up allocated and collect young objects less often, so a
                  collector pass never lands on a request as a multi-millisecond pause (docs/performance.md)
@@ -81,6 +81,7 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
     records = settings.records.model_copy(update={"config_sha256": stamp.config_sha256})
     async with RecordStore(records) as store:
         recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog)
+        app[METRICS].watch_store(store.stats, records.max_local_bytes)
         app[RECORDER] = recorder
         writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
         try:
@@ -97,7 +98,7 @@ async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:
     recorder = app[RECORDER]
     dispatcher = Dispatcher(recorder.sink, app[METRICS], recorder.stamp)
     limits = Limits(settings.queue_max_items, settings.queue_max_bytes, settings.workers)
-    mirror = Mirror(limits, dispatcher, recorder, app[METRICS])
+    mirror = Mirror(limits, dispatcher, recorder, app[METRICS], app[RUNTIMES].lanes)
     mirror.kill_switch = settings.kill_switch
     app[METRICS].kill_switch.set(int(mirror.kill_switch))
     app[MIRROR] = mirror

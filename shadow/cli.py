@@ -43,8 +43,10 @@ def check_catalog(catalog: Path) -> None:
     parsed = load_catalog(catalog)  # a CatalogError is one line (the entry layer)
     for name, dtype in parsed.decision_types.items():
         mode = f"proxy {dtype.proxy.method} {dtype.proxy.path}" if dtype.proxy else "api"
+        challengers = "".join(f", challenger {c} {s.backend} {s.endpoint}"
+                              for c, s in dtype.candidates.items())
         click.echo(f"{name}: {len(dtype.options)} options, rate {dtype.sampling.rate:g}, "
-                   f"{dtype.scorer.backend} {dtype.scorer.endpoint}, {mode}, "
+                   f"{dtype.scorer.backend} {dtype.scorer.endpoint}{challengers}, {mode}, "
                    f"ends {dtype.experiment_ends_at.isoformat()}")
     click.echo(f"ok: {len(parsed.decision_types)} decision types, config_sha256 {parsed.sha256()[:12]}")
 

@@ -22,7 +22,7 @@ from shadow.records.sink import SinkFull
 
 if TYPE_CHECKING:
     from shadow.backends.base import ScoreResult
-    from shadow.live_catalog import DecisionRuntime
+    from shadow.live_catalog import CandidateRuntime
     from shadow.metrics import Metrics
     from shadow.records.sink import RecordSink
 
@@ -50,7 +50,7 @@ class Dispatcher:
         self.rng = random.Random()  # noqa: S311  (backoff jitter, not security)
 
     async def dispatch(self, d: Decision) -> dict[str, Any]:
-        """Score one decision and return its row."""
+        """Score one decision with its candidate and return the candidate's row."""
         start = time.monotonic()
         queue_ms = (start - d.received_mono) * 1000
         prepared = d.rt.rules.prepare(d.state)
@@ -58,75 +58,77 @@ class Dispatcher:
         row["queue_ms"] = queue_ms
         try:
             if d.accepted is None:
-                await self.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids)
+                await self.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids,
+                                       d.cand.name)
             else:
                 await d.accepted
         except SinkFull:
             return self._not_scored(row, d, "dropped", "disk_full")
-        deadline = d.received_mono + d.rt.dtype.scorer.deadline_s
+        deadline = d.received_mono + d.cand.spec.deadline_s
         request = {"decision_id": d.decision_id, "decision_type": d.rt.name, "state": prepared.for_scorer,
                    "question": d.rt.dtype.question, "options": d.rt.options,
-                   "scoring": {"normalization": d.rt.dtype.scorer.normalization}}
-        out = await self.call(d.rt, request, deadline)
+                   "scoring": {"normalization": d.cand.spec.normalization}}
+        out = await self.call(d.cand, request, deadline)
         total_ms = (time.monotonic() - d.received_mono) * 1000
         if out.result is None:
             return self._not_scored(row, d, out.status, out.reason or "unknown", out.attempts)
-        self.metrics.scored.labels(d.rt.name).inc()
+        self.metrics.scored.labels(d.rt.name, d.cand.name).inc()
         return scored(row, out.result, Timing(queue_ms, out.scorer_ms, total_ms, out.attempts))
 
     def _not_scored(self, row: dict[str, Any], d: Decision, status: str, reason: str,
                     attempts: int = 0) -> dict[str, Any]:
-        self.metrics.dropped.labels(d.rt.name, reason).inc()
+        self.metrics.dropped.labels(d.rt.name, d.cand.name, reason).inc()
         total_ms = (time.monotonic() - d.received_mono) * 1000
         return not_scored(row, status, reason, total_ms, attempts)
 
-    async def call(self, rt: DecisionRuntime, request: dict[str, Any], deadline: float) -> CallOutcome:
-        """Call the backend until it answers, fails for good, or the budget or deadline runs out."""
+    async def call(self, cand: CandidateRuntime, request: dict[str, Any], deadline: float) -> CallOutcome:
+        """Call the candidate's backend until it answers, fails for good, or budget or deadline run out."""
         out = CallOutcome()
-        spec = rt.dtype.scorer
+        spec = cand.spec
         while True:
-            refusal = self._refusal(rt, deadline, out)
+            refusal = self._refusal(cand, deadline, out)
             if refusal is not None:
                 out.status, out.reason = refusal
                 return out
             out.attempts += 1
             t0 = time.monotonic()
             try:
-                out.result = await rt.backend.score(request, min(spec.timeout_s, deadline - t0))
+                out.result = await cand.backend.score(request, min(spec.timeout_s, deadline - t0))
             except ScorerCallError as exc:
-                self._observe(rt, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES))
+                self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES))
                 out.status, out.reason = exc.status, exc.reason
                 pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
                 last = not exc.retryable or out.attempts >= spec.max_attempts
                 if last or time.monotonic() + pause >= deadline:
                     return out
-                self.metrics.retries.labels(rt.backend.name, rt.backend.endpoint).inc()
+                self.metrics.retries.labels(cand.backend.name, cand.backend.endpoint, cand.name).inc()
                 await asyncio.sleep(pause)
                 continue
-            self._observe(rt, t0, out, ok=True)
-            rt.guard.spend_tokens(out.result.tokens)
+            self._observe(cand, t0, out, ok=True)
+            cand.guard.spend_tokens(out.result.tokens)
             return out
 
-    def _refusal(self, rt: DecisionRuntime, deadline: float, out: CallOutcome) -> tuple[str, str] | None:
+    def _refusal(self, cand: CandidateRuntime, deadline: float, out: CallOutcome) -> tuple[str, str] | None:
         """Why no (further) call may go out now, as (status, reason); None if it may."""
         if time.monotonic() >= deadline - 0.001:
             return ("timeout", "deadline") if out.attempts == 0 else (out.status, out.reason or "deadline")
-        if not rt.guard.allow_call():
+        if not cand.guard.allow_call():
             return "dropped", "budget_exhausted"
-        if not rt.breaker.allow():
-            self.metrics.breaker_state.labels(rt.backend.endpoint).set(int(rt.breaker.state))
+        if not cand.breaker.allow():
+            self.metrics.breaker_state.labels(cand.backend.endpoint, cand.name).set(int(cand.breaker.state))
             return "dropped", "circuit_open"
         return None
 
-    def _observe(self, rt: DecisionRuntime, t0: float, out: CallOutcome, *, ok: bool) -> None:
+    def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool) -> None:
         elapsed = time.monotonic() - t0
         out.scorer_ms += elapsed * 1000
-        self.metrics.scorer_latency.labels(rt.backend.name, rt.backend.endpoint).observe(elapsed)
+        backend = cand.backend
+        self.metrics.scorer_latency.labels(backend.name, backend.endpoint, cand.name).observe(elapsed)
         if ok:
-            rt.breaker.success()
+            cand.breaker.success()
         else:
-            rt.breaker.failure()
-        self.metrics.breaker_state.labels(rt.backend.endpoint).set(int(rt.breaker.state))
+            cand.breaker.failure()
+        self.metrics.breaker_state.labels(cand.backend.endpoint, cand.name).set(int(cand.breaker.state))
 
     def _backoff(self, base: float, cap: float, attempt: int, retry_after: float | None) -> float:
         """Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))], at least ``Retry-After``."""

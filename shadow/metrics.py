@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from importlib.metadata import version
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from shadow.records.store import StoreStats
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -12,26 +29,31 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self.offered = Counter("shadow_offered", "Decisions offered", ["decision_type"], registry=r)
-        self.sampled = Counter("shadow_sampled", "Decisions chosen by the sampler",
-                               ["decision_type"], registry=r)
-        self.scored = Counter("shadow_scored", "Decisions scored",
-                               ["decision_type"], registry=r)
+        per_candidate = ["decision_type", "candidate"]
+        self.offered = Counter("shadow_offered", "Decisions offered", per_candidate, registry=r)
+        self.sampled = Counter("shadow_sampled", "Decisions chosen by the sampler", per_candidate, registry=r)
+        self.scored = Counter("shadow_scored", "Decisions scored", per_candidate, registry=r)
         self.dropped = Counter("shadow_dropped", "Decisions not scored, by reason",
-                               ["decision_type", "reason"], registry=r)
+                               [*per_candidate, "reason"], registry=r)
         self.rows = Counter("shadow_rows", "Proposals rows handed to the store, by status", ["status"],
                             registry=r)
         self.rows_lost = Counter("shadow_rows_lost", "Rows the record backlog could not take", registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)
-        self.queue_depth = Gauge("shadow_queue_depth", "Decisions waiting for a worker", registry=r)
-        self.queue_bytes = Gauge("shadow_queue_bytes", "Bytes of state waiting for a worker", registry=r)
+        self.outcomes_outside = Counter("shadow_outcomes_outside_options",
+                                        "Outcomes recorded that are none of the type's options",
+                                        ["decision_type", "source"], registry=r)
+        self.queue_depth = Gauge("shadow_queue_depth", "Decisions waiting for a worker", ["candidate"],
+                                 registry=r)
+        self.queue_bytes = Gauge("shadow_queue_bytes", "Bytes of state waiting for a worker", ["candidate"],
+                                 registry=r)
         self.scorer_latency = Histogram("shadow_scorer_latency_seconds", "One scorer call",
-                                        ["backend", "endpoint"], buckets=LATENCY_BUCKETS, registry=r)
-        self.retries = Counter("shadow_scorer_retries", "Scorer calls retried", ["backend", "endpoint"],
-                               registry=r)
-        self.breaker_state = Gauge("shadow_breaker_state", "0 closed, 1 half-open, 2 open", ["endpoint"],
-                                   registry=r)
+                                        ["backend", "endpoint", "candidate"], buckets=LATENCY_BUCKETS,
+                                        registry=r)
+        self.retries = Counter("shadow_scorer_retries", "Scorer calls retried",
+                               ["backend", "endpoint", "candidate"], registry=r)
+        self.breaker_state = Gauge("shadow_breaker_state", "0 closed, 1 half-open, 2 open",
+                                   ["endpoint", "candidate"], registry=r)
         self.kill_switch = Gauge("shadow_kill_switch", "1 while the kill switch is on", registry=r)
         self.proxy_requests = Counter("shadow_proxy_requests", "Requests forwarded", ["status_class"],
                                       registry=r)
@@ -41,6 +63,34 @@ class Metrics:
                                         ["reason"],
                                         registry=r)
 
+        ProcessCollector(registry=r)
+        Info("shadow_build", "Sidecar build", registry=r).info({"version": version("semif-shadow")})
+
+    def watch_store(self, stats: StoreStats, max_local_bytes: int) -> None:
+        """Export the record store's counters (read at each scrape, nothing copied)."""
+        self.registry.register(StoreCollector(stats, max_local_bytes))
+
     def render(self) -> bytes:
         """The text exposition format."""
         return generate_latest(self.registry)
+
+
+class StoreCollector:
+    """The record store's ``StoreStats`` as ``shadow_store_*`` series."""
+
+    COUNTERS = (("uploads", "Files uploaded"), ("upload_errors", "Uploads that failed"),
+                ("publish_errors", "Segments that failed to publish"),
+                ("disk_full", "Rows refused: spool full"),
+                ("files_published", "Parquet files published"), ("accepted", "Rows accepted by the store"))
+
+    def __init__(self, stats: StoreStats, max_local_bytes: int) -> None:
+        self.stats, self.max_local_bytes = stats, max_local_bytes
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """One family per counter, and the spool's bytes against its limit."""
+        for name, doc in self.COUNTERS:
+            yield CounterMetricFamily(f"shadow_store_{name}", doc, value=getattr(self.stats, name))
+        yield GaugeMetricFamily("shadow_store_spool_bytes", "Journal plus staged bytes on local disk",
+                                value=self.stats.local_bytes)
+        yield GaugeMetricFamily("shadow_store_spool_limit_bytes", "Spool size at which rows are refused",
+                                value=self.max_local_bytes)

@@ -1,36 +1,38 @@
-"""The mirror: handle -> enqueue -> dispatch -> record.
+"""The mirror: handle -> enqueue -> dispatch -> record, once per candidate.
 
-`Mirror.offer` is all the proxy's path ever calls: it decides in memory (kill switch, experiment end,
-sample, rate cap, queue bounds) and returns at once; it never awaits a scorer or the store, and it
-returns nothing a caller could put into a production response. The mirror API calls `offer_durably`,
-which also waits for the queued decisions' accept marks to be on disk (the journal's group commit), so
-a decision answered ``queued`` leaves a proposals row even if the process dies the next moment; it
-never waits for a scorer. A fixed pool of workers takes decisions from the bounded queue (items and
-bytes) and hands each finished row to the `Recorder`.
+`Mirror.offer` is all the proxy's path ever calls: it decides in memory and returns at once; it never
+awaits a scorer or the store, and it returns nothing a caller could put into a production response.
+The mirror API calls `offer_durably`, which also waits for every candidate's accept mark of the queued
+decisions to be on disk (the journal's group commit), so a decision answered ``queued`` leaves its
+proposals rows even if the process dies the next moment; it never waits for a scorer.
+The kill switch, the experiment's end, the sample and the rate cap decide once per decision, for
+every candidate alike (comparisons stay paired); then each candidate's own lane (`shadow.lanes`:
+queue bounds and workers) takes the decision or drops it, and each candidate ends with its own row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from contracts.records import DEFAULT_CANDIDATE
+from shadow.lanes import Lane
 from shadow.proposals import Decision
 from shadow.records.sink import SinkFull
 from shadow.sampling import is_sampled
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from shadow.dispatch import Dispatcher
     from shadow.live_catalog import DecisionRuntime
     from shadow.metrics import Metrics
     from shadow.recorder import Recorder
     from shadow.state import State
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ def _mark_failure(mark: asyncio.Future[None] | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The queue's bounds and the pool size."""
+    """Each lane's queue bounds and pool size."""
 
     max_items: int
     max_bytes: int
@@ -60,61 +62,70 @@ class Limits:
 
 
 class Mirror:
-    """Owns the queue, the workers and the kill switch."""
+    """Owns the lanes (one per candidate name) and the kill switch."""
 
-    def __init__(self, limits: Limits, dispatcher: Dispatcher, recorder: Recorder, metrics: Metrics) -> None:
+    def __init__(self, limits: Limits, dispatcher: Dispatcher, recorder: Recorder, metrics: Metrics,
+                 lanes: Iterable[str] = (DEFAULT_CANDIDATE,)) -> None:
         self.limits = limits
         self.dispatcher = dispatcher
         self.recorder = recorder
         self.metrics = metrics
         self.kill_switch = False
         self.closing = False
-        self._queue: asyncio.Queue[Decision] = asyncio.Queue()  # bounded by `_admit`, not by maxsize
-        self._bytes = 0
-        self._busy = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._workers: list[asyncio.Task[None]] = []
+        self.lanes = {name: Lane(name, limits, dispatcher, recorder, metrics) for name in lanes}
         self._accepting: set[asyncio.Task[None]] = set()
 
     def offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> str | None:
-        """Take one decision; return None if queued, else the reason it was dropped."""
-        return self._offer(rt, decision_id, state, size).reason
+        """Offer one decision to each of the type's candidates.
+
+        Returns None if the champion's lane queued it, else the reason the champion's row will carry
+        (each challenger's own outcome is in its row and its metrics).
+        """
+        return self._offer(rt, decision_id, state, size)[0]
 
     async def offer_durably(self, offers: list[Offer]) -> list[str | None]:
-        """Offer each decision, then wait until every queued one's accept mark is on disk.
+        """Offer each decision, then wait until every candidate's accept mark of each is on disk.
 
-        Returns, per decision, None if it is queued and durably accepted, else the reason its row carries:
-        the drop reason, or ``disk_full`` / ``internal_error`` when its mark could not be written (the
-        worker records it so).
+        Returns, per decision, what `offer` returns for the champion, or ``disk_full`` / ``internal_error``
+        when the champion's mark could not be written (its worker records it so).
         """
         taken = [self._offer(o.rt, o.decision_id, o.state, o.size) for o in offers]
-        marks = [d.accepted for d in taken if d.reason is None and d.accepted is not None]
+        marks = [d.accepted for _, ds in taken for d in ds if d.accepted is not None]
         if marks:
             await asyncio.wait(marks)
-        return [d.reason if d.reason is not None else _mark_failure(d.accepted) for d in taken]
+        return [reason if reason is not None else _mark_failure(ds[0].accepted) for reason, ds in taken]
 
-    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> Decision:
+    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State,
+               size: int) -> tuple[str | None, list[Decision]]:
+        """The champion's reason (None: queued), and the decisions each candidate's lane got."""
         now = time.time()
-        d = Decision(decision_id, rt, state, int(now * 1e6), time.monotonic(), size)
-        self.metrics.offered.labels(rt.name).inc()
-        d.reason = self._admit(d, now)
-        if d.reason is None:
-            self._accept(d)
-            self._queue.put_nowait(d)
-            self._bytes += d.size
-            self._gauges()
-        else:
-            self.recorder.drop(d, d.reason)
-        return d
+        received_us, received_mono = int(now * 1e6), time.monotonic()
+        sampled, shared = self._admit(rt, decision_id, now)
+        reasons, decisions = [], []
+        for cand in rt.candidates:
+            d = Decision(decision_id, rt, cand, state, received_us, received_mono, size, sampled)
+            self.metrics.offered.labels(rt.name, cand.name).inc()
+            if sampled:
+                self.metrics.sampled.labels(rt.name, cand.name).inc()
+            lane = self.lanes[cand.name]
+            reason = shared or lane.refusal(size)
+            if reason is None:
+                self._accept(d)
+                lane.put(d)
+            else:
+                self.recorder.drop(d, reason)
+            reasons.append(reason)
+            decisions.append(d)
+        return reasons[0], decisions
 
     def _accept(self, d: Decision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.
 
-        The worker awaits it before scoring (and turns ``SinkFull`` into ``disk_full``).
+        One note per candidate. The candidate's worker awaits it before scoring (and turns ``SinkFull``
+        into ``disk_full``).
         """
-        task = asyncio.get_running_loop().create_task(
-            self.dispatcher.sink.accept(d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids))
+        task = asyncio.get_running_loop().create_task(self.dispatcher.sink.accept(
+            d.decision_id, d.rt.name, d.received_us, d.rt.dtype.option_ids, d.cand.name))
         self._accepting.add(task)
         task.add_done_callback(self._accepted)
         d.accepted = task
@@ -124,75 +135,41 @@ class Mirror:
         if not task.cancelled():
             task.exception()  # retrieved here; the worker re-raises it through `await d.accepted`
 
-    def _admit(self, d: Decision, now: float) -> str | None:
-        stopped = self._stopped(d, now)
+    def _admit(self, rt: DecisionRuntime, decision_id: str, now: float) -> tuple[bool, str | None]:
+        """Whether the decision is sampled, and why no candidate may take it (None: each lane decides)."""
+        stopped = self._stopped(rt, now)
         if stopped is not None:
-            return stopped
-        d.sampled = is_sampled(d.decision_id, d.rt.dtype.sampling.rate, d.rt.dtype.sampling.salt)
-        if not d.sampled:
-            return "not_sampled"
-        self.metrics.sampled.labels(d.rt.name).inc()
-        if d.rt.rate_cap is not None and not d.rt.rate_cap.allow():
-            return "rate_limited"
-        if self._queue.qsize() >= self.limits.max_items:
-            return "queue_full"
-        return "bytes_limit" if self._bytes + d.size > self.limits.max_bytes else None
+            return False, stopped
+        if not is_sampled(decision_id, rt.dtype.sampling.rate, rt.dtype.sampling.salt):
+            return False, "not_sampled"
+        if rt.rate_cap is not None and not rt.rate_cap.allow():
+            return True, "rate_limited"
+        return True, None
 
-    def _stopped(self, d: Decision, now: float) -> str | None:
+    def _stopped(self, rt: DecisionRuntime, now: float) -> str | None:
         """Why mirroring is off for this decision: shutdown, the kill switch, or the experiment's end."""
         if self.closing:
             return "shutdown"
         if self.kill_switch:
             return "kill_switch"
-        return "experiment_ended" if d.rt.dtype.ended(datetime.fromtimestamp(now, UTC)) else None
-
-    def _gauges(self) -> None:
-        self.metrics.queue_depth.set(self._queue.qsize())
-        self.metrics.queue_bytes.set(self._bytes)
+        return "experiment_ended" if rt.dtype.ended(datetime.fromtimestamp(now, UTC)) else None
 
     def start(self) -> None:
-        """Start the worker pool."""
-        self._workers = [asyncio.create_task(self._work(), name=f"shadow-worker-{i}")
-                         for i in range(self.limits.workers)]
-
-    async def _work(self) -> None:
-        while True:
-            d = await self._queue.get()
-            self._bytes -= d.size
-            self._gauges()
-            self._busy += 1
-            self._idle.clear()
-            try:
-                row = await self.dispatcher.dispatch(d)
-            except asyncio.CancelledError:
-                self.recorder.drop(d, "shutdown")
-                raise
-            except Exception:
-                log.exception("dispatch of %s failed", d.decision_id)
-                self.recorder.drop(d, "internal_error")
-                continue
-            finally:
-                self._busy -= 1
-                if not self._busy:
-                    self._idle.set()
-            self.recorder.put(row)
+        """Start every lane's workers."""
+        for lane in self.lanes.values():
+            lane.start()
 
     async def stop(self, grace_s: float) -> None:
         """Refuse new decisions, record the queued ones as ``shutdown``, give in-flight calls ``grace_s``."""
         self.closing = True
-        while not self._queue.empty():
-            d = self._queue.get_nowait()
-            self._bytes -= d.size
-            self.recorder.drop(d, "shutdown")
-        self._gauges()
+        for lane in self.lanes.values():
+            lane.drop_queued()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), grace_s)
-        for task in self._workers:
-            task.cancel()
-        await asyncio.gather(*self._workers, *self._accepting, return_exceptions=True)
-        self._workers = []
+            await asyncio.wait_for(asyncio.gather(*(lane.idle() for lane in self.lanes.values())), grace_s)
+        workers = [task for lane in self.lanes.values() for task in lane.cancel()]
+        await asyncio.gather(*workers, *self._accepting, return_exceptions=True)
 
     @property
     def depth(self) -> int:
-        """Decisions waiting for a worker."""
-        return self._queue.qsize()
+        """Decisions waiting for a worker, all lanes together."""
+        return sum(lane.depth for lane in self.lanes.values())

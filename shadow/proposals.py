@@ -6,40 +6,40 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contracts.records import DEFAULT_CANDIDATE, PROPOSALS, RECORD_VERSION, model_identity
+from contracts.records import PROPOSALS, RECORD_VERSION, model_identity
 
 if TYPE_CHECKING:
     import asyncio
 
     from shadow.backends.base import ScoreResult
-    from shadow.live_catalog import DecisionRuntime
+    from shadow.live_catalog import CandidateRuntime, DecisionRuntime
     from shadow.state import Prepared, State
 
 
 @dataclass(slots=True)
 class Decision:
-    """One offered decision on its way through the sidecar."""
+    """One offered decision on its way to one candidate (each candidate gets its own)."""
 
     decision_id: str
     rt: DecisionRuntime
+    cand: CandidateRuntime
     state: State
     received_us: int
     received_mono: float
     size: int
     sampled: bool = False
     accepted: asyncio.Future[None] | None = None  # the store's durable note, started when queued
-    reason: str | None = None  # why it was dropped at the door; None once queued
 
 
 def blank_row(d: Decision, prepared: Prepared | None, stamp: RowStamp) -> dict[str, Any]:
-    """Every column, with the decision's ids and state filled and the rest null."""
+    """Every column, with the decision's ids, candidate and state filled and the rest null."""
     row: dict[str, Any] = dict.fromkeys(PROPOSALS.names)
     row.update(
         record_version=RECORD_VERSION, decision_id=d.decision_id, decision_type=d.rt.name,
         received_at=datetime.fromtimestamp(d.received_us / 1e6, UTC), sampled=d.sampled,
-        option_ids=d.rt.dtype.option_ids, backend=d.rt.dtype.scorer.backend, endpoint=d.rt.backend.endpoint,
-        writer_id=stamp.writer_id, config_sha256=stamp.config_sha256, candidate=DEFAULT_CANDIDATE,
-        normalization=d.rt.dtype.scorer.normalization)
+        option_ids=d.rt.dtype.option_ids, backend=d.cand.spec.backend, endpoint=d.cand.backend.endpoint,
+        writer_id=stamp.writer_id, config_sha256=stamp.config_sha256, candidate=d.cand.name,
+        normalization=d.cand.spec.normalization)
     if prepared is not None:
         row.update(state_sha256=prepared.sha256, state=prepared.stored)
     return row

@@ -36,7 +36,7 @@ class Recorder:
 
     def drop(self, decision: Decision, reason: str) -> None:
         """Record a decision that will not be scored (never blocks)."""
-        self.metrics.dropped.labels(decision.rt.name, reason).inc()
+        self.metrics.dropped.labels(decision.rt.name, decision.cand.name, reason).inc()
         self._put((decision, reason))
 
     def put(self, row: dict[str, Any]) -> None:
@@ -59,6 +59,8 @@ class Recorder:
         try:
             await self.sink.outcome(row)
             self.metrics.outcomes.labels(row["decision_type"], row["source"]).inc()
+            if not row["in_options"]:
+                self.metrics.outcomes_outside.labels(row["decision_type"], row["source"]).inc()
         except Exception:
             log.exception("outcome for %s not recorded", row.get("decision_id"))
 

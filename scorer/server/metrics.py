@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from importlib.metadata import version
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -42,3 +44,7 @@ class ServerMetrics:
         )
         self.model_load = Gauge("semif_model_load_seconds", "Time to load the model", registry=r)
         self.ready = Gauge("semif_ready", "1 once the model is loaded", registry=r)
+        ProcessCollector(registry=r)
+        self.build = Info("semif_build", "Scorer version, and the model identity once loaded", registry=r)
+        self.build_version = version("semif-shadow")
+        self.build.info({"version": self.build_version})

@@ -83,6 +83,11 @@ class ScoringService:
         self.engine = engine
         self.metrics.model_load.set(time.perf_counter() - started)
         self.metrics.ready.set(1)
+        ident = engine.identity
+        self.metrics.build.info({"version": self.metrics.build_version, "model": ident.name,
+                                 "sha256": ident.sha256, "quantization": ident.quantization,
+                                 "runtime": f"{ident.runtime} {ident.runtime_version}",
+                                 "device": ident.device})
         log.info("model loaded in %.1fs: %s", time.perf_counter() - started, engine.identity.file)
 
     def _build(self) -> Engine:

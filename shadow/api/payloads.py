@@ -86,10 +86,10 @@ def parse_outcomes(data: Any) -> tuple[list[OutcomeIn], str]:
     return [_validate(OutcomeIn, data)], ""
 
 
-def outcome_row(item: OutcomeIn) -> dict[str, Any]:
-    """The outcomes row (records v1.1) for one reported outcome (the view has checked it is an option)."""
+def outcome_row(item: OutcomeIn, option_ids: list[str]) -> dict[str, Any]:
+    """The outcomes row (records v1.1) for one reported outcome; ``in_options`` says if it is an option."""
     at = item.outcome_at or datetime.now(UTC)
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return {"decision_id": item.decision_id, "decision_type": item.decision_type, "outcome": item.outcome,
-            "outcome_at": at.astimezone(UTC), "source": item.source, "in_options": True}
+            "outcome_at": at.astimezone(UTC), "source": item.source, "in_options": item.outcome in option_ids}

@@ -60,30 +60,32 @@ async def post_decisions(request: web.Request) -> web.Response:
 
 
 async def post_outcomes(request: web.Request) -> web.Response:
-    """Record actual outcomes; answer only once every one is durable."""
+    """Record actual outcomes, options or not (``in_options``); answer only once every one is durable."""
     items, prefix = payloads.parse_outcomes(payloads.decode(await _read(request)))
-    for i, item in enumerate(items):
-        rt = _runtime(request, item.decision_type, prefix.format(i) + "decision_type")
-        if item.outcome not in rt.dtype.option_ids:
-            raise RequestError(f"outcome {item.outcome!r} is not an option of {rt.name!r}",
-                               field=prefix.format(i) + "outcome")
+    runtimes = [_runtime(request, item.decision_type, prefix.format(i) + "decision_type")
+                for i, item in enumerate(items)]
     recorder, metrics = request.app[RECORDER], request.app[METRICS]
-    rows = [payloads.outcome_row(item) for item in items]
+    rows = [payloads.outcome_row(item, rt.dtype.option_ids) for item, rt in zip(items, runtimes, strict=True)]
     try:
         await asyncio.gather(*(recorder.sink.outcome(row) for row in rows))
     except Exception as exc:
         raise StoreUnavailable(f"outcome not stored: {exc}") from exc
     for row in rows:
         metrics.outcomes.labels(row["decision_type"], row["source"]).inc()
+        if not row["in_options"]:
+            metrics.outcomes_outside.labels(row["decision_type"], row["source"]).inc()
     return web.json_response({"recorded": len(rows)}, status=200)
 
 
 async def healthz(request: web.Request) -> web.Response:
     """Liveness plus the numbers an operator looks at first."""
     mirror = request.app[MIRROR]
-    breakers = {rt.backend.endpoint: rt.breaker.state.name.lower()
-                for rt in request.app[RUNTIMES].types.values()}
+    breakers: dict[str, dict[str, str]] = {}
+    for rt in request.app[RUNTIMES].types.values():
+        for cand in rt.candidates:
+            breakers.setdefault(cand.name, {})[cand.backend.endpoint] = cand.breaker.state.name.lower()
     return web.json_response({"status": "ok", "queue_depth": mirror.depth, "kill_switch": mirror.kill_switch,
+                              "queues": {name: lane.depth for name, lane in mirror.lanes.items()},
                               "breakers": breakers})
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STOPPED = frozenset({"kill_switch", "experiment_ended", "shutdown"})  # no outcome rows either
+MAX_OUTCOME_CHARS = 256  # as the mirror API's outcome field
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +118,25 @@ def _record_outcome(core: web.Application, rt: DecisionRuntime, decision_id: str
     assert rt.dtype.proxy is not None
     assert rt.dtype.proxy.outcome is not None
     try:
-        outcome = str(extract(rt.dtype.proxy.outcome, ex))
+        outcome = _outcome_text(extract(rt.dtype.proxy.outcome, ex))
     except _Unreadable as exc:
         core[METRICS].proxy_unmirrored.labels(f"outcome_{exc.reason}").inc()
         return
-    if outcome not in rt.dtype.option_ids:
-        core[METRICS].proxy_unmirrored.labels("outcome_not_an_option").inc()
-        return
     core[RECORDER].outcome_later({"decision_id": decision_id, "decision_type": rt.name, "outcome": outcome,
-                                  "outcome_at": datetime.now(UTC), "source": "proxy", "in_options": True})
+                                  "outcome_at": datetime.now(UTC), "source": "proxy",
+                                  "in_options": outcome in rt.dtype.option_ids})
+
+
+def _outcome_text(value: Any) -> str:
+    """An outcome as recorded: a scalar as text, 1 to `MAX_OUTCOME_CHARS` characters (an option or not)."""
+    if isinstance(value, (dict, list)):
+        raise _Unreadable("not_scalar")
+    text = str(value)
+    if not text:
+        raise _Unreadable("empty")
+    if len(text) > MAX_OUTCOME_CHARS:
+        raise _Unreadable("too_long")
+    return text
 
 
 def catalog_routes(core: web.Application) -> frozenset[tuple[str, str]]:

@@ -1,10 +1,11 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """Recovery on start: whatever the journal holds that did not reach Parquet is published now.
 
-Segments are replayed in order. An accepted decision (``A``) whose proposals row (``P``) is in no
-segment was in flight when the process died: it gets a ``lost`` / ``crash_recovery`` row, journaled
-(and fsynced) in a segment of its own *before* any old segment is published and removed, so a crash
-during recovery neither loses it nor writes it twice. A torn last record is skipped and counted.
+Segments are replayed in order. A decision accepted for a candidate (``A``) whose proposals row
+(``P``, same decision type, id and candidate) is in no segment was in flight when the process died:
+it gets a ``lost`` / ``crash_recovery`` row, journaled (and fsynced) in a segment of its own *before*
+any old segment is published and removed, so a crash during recovery neither loses it nor writes it
+twice. A torn last record is skipped and counted.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ class RecoveryReport:
                 "torn_bytes": self.torn_bytes, "lost": self.lost, "files": len(self.files)}
 
 
-def pending_accepts(segments: list[Path]) -> tuple[dict[str, dict[str, Any]], int, int]:
-    """Accepted decisions with no proposals row, plus (torn records, torn bytes) seen on the way."""
-    pending: dict[str, dict[str, Any]] = {}
+def pending_accepts(segments: list[Path]) -> tuple[dict[rowlib.PendingKey, dict[str, Any]], int, int]:
+    """Accepted (decision, candidate) pairs with no proposals row, plus (torn records, torn bytes)."""
+    pending: dict[rowlib.PendingKey, dict[str, Any]] = {}
     torn_records = torn_bytes = 0
     for segment in segments:
         read = read_segment(segment)
@@ -65,13 +66,14 @@ def pending_accepts(segments: list[Path]) -> tuple[dict[str, dict[str, Any]], in
         for kind, body in read.frames:
             if kind == ACCEPT:
                 accepted = orjson.loads(body)
-                pending[accepted["decision_id"]] = accepted
+                pending[rowlib.pending_key(accepted)] = accepted
             elif kind == PROPOSAL:
-                pending.pop(orjson.loads(body)["decision_id"], None)
+                pending.pop(rowlib.pending_key(orjson.loads(body)), None)
     return pending, torn_records, torn_bytes
 
 
-def _journal_lost(settings: RecordSettings, pending: dict[str, dict[str, Any]], reason: str) -> None:
+def _journal_lost(settings: RecordSettings, pending: dict[rowlib.PendingKey, dict[str, Any]],
+                  reason: str) -> None:
     frames = [encode(PROPOSAL, rowlib.lost_row(a, reason, settings.writer_id, settings.config_sha256))
               for a in pending.values()]
     segment = SegmentFile(settings.journal_dir, next_seq(settings.journal_dir))

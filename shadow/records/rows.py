@@ -115,11 +115,23 @@ def normalize(dataset: str, row: dict[str, Any], writer_id: str) -> dict[str, An
     return out
 
 
-def accepted_mark(decision_id: str, decision_type: str, received_at_us: int,
-                  option_ids: list[str]) -> dict[str, Any]:
-    """The journal's note of an accepted decision: what a ``lost`` row would need, validated."""
+PendingKey = tuple[str, str, str]
+
+
+def pending_key(row: dict[str, Any]) -> PendingKey:
+    """What one proposals row completes: (decision type, decision id, candidate).
+
+    A decision offered to several candidates is accepted, and owes a row, once per candidate. Marks
+    and rows written before candidates existed have none: they are the default candidate's.
+    """
+    return row["decision_type"], row["decision_id"], row.get("candidate") or DEFAULT_CANDIDATE
+
+
+def accepted_mark(decision_id: str, decision_type: str, received_at_us: int, option_ids: list[str],
+                  candidate: str = DEFAULT_CANDIDATE) -> dict[str, Any]:
+    """The journal's note of a decision accepted for one candidate: what a ``lost`` row would need."""
     mark = {"decision_id": decision_id, "decision_type": decision_type, "received_at": received_at_us,
-            "option_ids": option_ids}
+            "option_ids": option_ids, "candidate": candidate}
     checks = _CHECKS["proposals"]
     for key, value in mark.items():
         _check(checks, key, value)

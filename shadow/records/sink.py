@@ -5,8 +5,10 @@ The sidecar (``shadow/``) calls exactly these coroutines; the store (``shadow/re
 implements them. Rows are plain dicts keyed by the records v1.1 column names (``contracts.records``);
 the store fills ``record_version`` and ``writer_id``. The promises (``docs/records.md``):
 
-* ``accept`` returns once the decision is durably noted as accepted (group-committed journal): if the
-  process dies before its proposal is written, recovery writes a ``lost`` / ``crash_recovery`` row.
+* ``accept`` returns once the decision is durably noted as accepted for one candidate (group-committed
+  journal): if the process dies before that candidate's proposals row is written, recovery writes a
+  ``lost`` / ``crash_recovery`` row for it. A row completes the mark with the same decision type,
+  decision id and ``candidate``.
   It raises ``SinkFull`` when the local disk bound is reached (the caller drops with ``disk_full``).
 * ``proposal`` completes an accepted decision (or records a dropped one: every offered decision gets
   exactly one proposals row). It may return before the row is fsynced; the pending mark covers it.
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from contracts.records import DEFAULT_CANDIDATE
+
 
 class SinkFull(Exception):
     """The store's local disk bound is reached; new decisions must be dropped (``disk_full``)."""
@@ -26,8 +30,8 @@ class RecordSink(Protocol):
     """Where finished records go."""
 
     async def accept(self, decision_id: str, decision_type: str, received_at_us: int,
-                     option_ids: list[str]) -> None:
-        """Durably note an accepted decision before it is scored."""
+                     option_ids: list[str], candidate: str = DEFAULT_CANDIDATE) -> None:
+        """Durably note a decision accepted for one candidate, before that candidate scores it."""
 
     async def proposal(self, row: dict[str, Any]) -> None:
         """Write one proposals row (scored, or with its status and reason)."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import pyarrow as pa
 
+from contracts.records import DEFAULT_CANDIDATE
 from shadow.records import rows as rowlib
 from shadow.records.errors import RecordsError, SinkFull, StoreClosed, UploadFailed
 from shadow.records.journal import Journal
@@ -102,7 +103,7 @@ class RecordStore:
         self.settings = settings
         self.stats = StoreStats()
         self._uploader = uploader if uploader is not None or not settings.is_s3 else S3Uploader(settings)
-        self._pending: dict[str, dict[str, Any]] = {}
+        self._pending: dict[rowlib.PendingKey, dict[str, Any]] = {}
         self._journal: Journal | None = None
         self._carried = 0
         self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-rollover")
@@ -148,19 +149,20 @@ class RecordStore:
         return self._journal
 
     async def accept(self, decision_id: str, decision_type: str, received_at_us: int,
-                     option_ids: list[str]) -> None:
-        """Durably note an accepted decision; ``SinkFull`` past the disk bound."""
+                     option_ids: list[str], candidate: str = DEFAULT_CANDIDATE) -> None:
+        """Durably note a decision accepted for one candidate; ``SinkFull`` past the disk bound."""
         journal = self._open_journal()
         if self.stats.local_bytes >= self.settings.max_local_bytes:
             self.stats.disk_full += 1
             raise SinkFull(f"record spool holds {self.stats.local_bytes} bytes")
-        accepted = rowlib.accepted_mark(decision_id, decision_type, received_at_us, option_ids)
+        accepted = rowlib.accepted_mark(decision_id, decision_type, received_at_us, option_ids, candidate)
         frame = encode(ACCEPT, accepted)
-        self._pending[decision_id] = accepted
+        key = rowlib.pending_key(accepted)
+        self._pending[key] = accepted
         try:
             await journal.durable(frame)
         except RecordsError:
-            self._pending.pop(decision_id, None)
+            self._pending.pop(key, None)
             raise
         self.stats.accepted += 1
 
@@ -169,7 +171,7 @@ class RecordStore:
         journal = self._open_journal()
         normalized = rowlib.normalize("proposals", row, self.settings.writer_id)
         frame = encode(PROPOSAL, normalized)
-        self._pending.pop(normalized["decision_id"], None)
+        self._pending.pop(rowlib.pending_key(normalized), None)
         journal.append(frame)
         self.stats.proposals += 1
         await journal.room()

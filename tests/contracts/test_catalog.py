@@ -51,6 +51,16 @@ def _broken(mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
      "Extra inputs are not permitted"),
     (lambda d: d["scorer"].__setitem__("backend", "openai"), "decision_types.tickets.scorer.backend",
      "'local', 'semif_http', 'sagemaker' or 'chat'"),
+    (lambda d: d.__setitem__("candidates", {"gpu q8": dict(d["scorer"])}),
+     "decision_types.tickets.candidates.gpu q8.[key]", "should match pattern"),
+    (lambda d: d.__setitem__("candidates", {"default": dict(d["scorer"])}), "decision_types.tickets",
+     "candidate 'default' has the champion's name"),
+    (lambda d: d.__setitem__("candidates", {"b": {"backend": "chat", "endpoint": "x"}}),
+     "decision_types.tickets.candidates.b", "http(s) URL"),
+    (lambda d: (d.__setitem__("scorer", {"backend": "local"}),
+                d["state"].__setitem__("scorer_sees", "included"),
+                d.__setitem__("candidates", {"b": {"backend": "semif_http", "endpoint": "http://h"}})),
+     "decision_types.tickets", "only allowed for the in-process local backend"),
 ])
 def test_invalid_catalog_names_the_field(mutate: Callable[[dict[str, Any]], None], field: str,
                                          words: str) -> None:
@@ -99,3 +109,20 @@ def test_runtime_checks_name_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     tokened = parse_catalog(_broken(lambda d: d.__setitem__("auth_token_env", "NO_SUCH_TOKEN")))
     with pytest.raises(CatalogError, match=r"auth_token_env: NO_SUCH_TOKEN is not set"):
         build_runtimes(tokened, redaction_key=b"k" * 32)
+
+
+def test_candidates_are_named_scorers_beside_the_champion() -> None:
+    """``scorer`` is the champion (``default`` unless ``champion`` names it); ``candidates`` adds challengers.
+
+    A catalog without either key serialises exactly as before they existed, so its sha256 is unchanged.
+    """
+    plain = _broken(lambda _: None)
+    plain_type = parse_catalog(plain).decision_types["tickets"]
+    assert list(plain_type.scorers) == ["default"]
+    assert not {"champion", "candidates"} & set(plain_type.model_dump())
+    challenger = {"backend": "semif_http", "endpoint": "http://127.0.0.1:2", "normalization": "pmi"}
+    named = _broken(lambda d: d.update(champion="cpu_q4", candidates={"gpu_q8": challenger}))
+    dtype = parse_catalog(named).decision_types["tickets"]
+    assert list(dtype.scorers) == ["cpu_q4", "gpu_q8"]
+    assert dtype.scorers["gpu_q8"].normalization == "pmi"
+    assert parse_catalog(named).sha256() != parse_catalog(plain).sha256()

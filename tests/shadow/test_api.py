@@ -78,23 +78,36 @@ async def test_bad_decisions_get_400_naming_the_field(payload: Any, field: str, 
     assert read_rows(tmp_path / "records", "proposals") == []
 
 
-async def test_errors_for_bad_json_big_bodies_and_unknown_outcomes(scorer_url: str, tmp_path: Path) -> None:
-    """Bad JSON is a 400 on ``body``.
-
-    A body over the cap is a JSON 413; an outcome that is not one of the type's options is a 400 on
-    ``outcome``; unknown paths are JSON 404s.
-    """
+async def test_errors_for_bad_json_big_bodies_and_unknown_paths(scorer_url: str, tmp_path: Path) -> None:
+    """Bad JSON is a 400 on ``body``; a body over the cap is a JSON 413; unknown paths are JSON 404s."""
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
     async with running_sidecar(settings_for(tmp_path, catalog, max_body_bytes=4096)) as (url, _app):
         status, body = await post(f"{url}/v1/decisions", None, data=b"{nope")
         assert (status, body["error"]["field"]) == (400, "body")
         status, body = await post(f"{url}/v1/decisions", None, data=b"x" * 5000)
         assert (status, body["error"]["code"]) == (413, "body_too_large")
-        status, body = await post(f"{url}/v1/outcomes", {"decision_type": "tickets", "decision_id": "a",
-                                                         "outcome": "marketing"})
-        assert (status, body["error"]["field"]) == (400, "outcome")
         status, body = await post(f"{url}/v2/whatever", {})
         assert (status, body["error"]["code"]) == (404, "not_found")
+
+
+async def test_an_outcome_outside_the_options_is_recorded_not_refused(
+        scorer_url: str, tmp_path: Path) -> None:
+    """Production doing something that is no option is recorded with ``in_options`` false, and counted.
+
+    Options are recorded with ``in_options`` true, in the same body.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        status, body = await post(f"{url}/v1/outcomes", {"outcomes": [
+            {"decision_type": "tickets", "decision_id": "o-1", "outcome": "legal"},
+            {"decision_type": "tickets", "decision_id": "o-2", "outcome": "billing"}]})
+        assert (status, body) == (200, {"recorded": 2})
+        async with aiohttp.ClientSession() as s, s.get(f"{url}/metrics") as resp:
+            text = await resp.text()
+    assert 'shadow_outcomes_outside_options_total{decision_type="tickets",source="api"} 1.0' in text
+    rows = read_rows(tmp_path / "records", "outcomes")
+    assert sorted((r["decision_id"], r["outcome"], r["in_options"]) for r in rows) == [
+        ("o-1", "legal", False), ("o-2", "billing", True)]
 
 
 async def test_bearer_token_per_decision_type(scorer_url: str, tmp_path: Path,
@@ -126,14 +139,14 @@ async def test_metrics_and_healthz(scorer_url: str, tmp_path: Path) -> None:
         assert health["kill_switch"] is False
         async with s.get(f"{url}/metrics") as resp:
             text = await resp.text()
-    assert 'shadow_offered_total{decision_type="tickets"} 40.0' in text
-    assert 'shadow_dropped_total{decision_type="tickets",reason="not_sampled"}' in text
+    assert 'shadow_offered_total{candidate="default",decision_type="tickets"} 40.0' in text
+    assert 'shadow_dropped_total{candidate="default",decision_type="tickets",reason="not_sampled"}' in text
     assert "shadow_queue_depth" in text
     assert "shadow_breaker_state" in text
     rows = read_rows(tmp_path / "records", "proposals")
     sampled = sum(r["sampled"] for r in rows)
     assert len(rows) == 40
-    assert f'shadow_sampled_total{{decision_type="tickets"}} {float(sampled)}' in text
+    assert f'shadow_sampled_total{{candidate="default",decision_type="tickets"}} {float(sampled)}' in text
     assert all(r["reason"] == "not_sampled" for r in rows if not r["sampled"])
 
 

@@ -78,14 +78,17 @@ async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faul
                                                                      tmp_path: Path) -> None:
     """SIGKILL with decisions in flight and queued: recovery writes a ``lost`` row for each of them.
 
-    The store's durable note is taken when a decision is queued, not when a worker picks it up.
+    One per candidate: the type has a challenger beside its champion, and each owes its own row. The
+    store's durable note is taken when a decision is queued, not when a worker picks it up.
     """
     from shadow.records.recovery import recover  # noqa: PLC0415
     from shadow.records.settings import RecordSettings  # noqa: PLC0415
 
     faults.mode = "slow"
-    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer={"timeout_s": 30,
-                                                                                  "deadline_s": 60})})
+    slow = {"timeout_s": 30, "deadline_s": 60}
+    challenger = {"backend": "semif_http", "endpoint": scorer_url, **slow}
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer=slow,
+                                                              candidates={"b": challenger})})
     api = free_port()
     env = {**os.environ, "SHADOW_RECORDS_ROOT": str(tmp_path / "records"), "SHADOW_REDACTION_KEY": "k" * 32,
            "SHADOW_RECORDS_SPOOL_DIR": str(tmp_path / "spool"), "SHADOW_RECORDS_WRITER_ID": "crash_test",
@@ -107,10 +110,10 @@ async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faul
     settings = RecordSettings(root=str(tmp_path / "records"), spool_dir=tmp_path / "spool",
                               writer_id="crash_test")
     report = recover(settings)
-    assert report.lost == 5
+    assert report.lost == 10
     rows = read_rows(tmp_path / "records", "proposals")
-    assert sorted((r["decision_id"], r["status"], r["reason"]) for r in rows) == [
-        (f"k-{i}", "lost", "crash_recovery") for i in range(5)]
+    assert sorted((r["decision_id"], r["candidate"], r["status"], r["reason"]) for r in rows) == [
+        (f"k-{i}", c, "lost", "crash_recovery") for i in range(5) for c in ("b", "default")]
 
 
 async def test_a_restarted_sidecar_keeps_its_writer_id_and_republishes_nothing_twice(

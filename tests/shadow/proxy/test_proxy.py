@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from shadow.errors import ShadowError
+from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
 from shadow.proxy.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from tests.shadow.conftest import (
@@ -194,6 +195,33 @@ async def test_proxy_pipelined_requests_are_answered_in_order_and_mirrored(
     assert _without_dates(proxied) == _without_dates(direct)
     outcomes = {r["decision_id"]: r["outcome"] for r in read_rows(tmp_path / "records", "outcomes")}
     assert outcomes == {"t-p1": "billing", "t-c": "technical", "t-p2": "billing"}
+
+
+async def test_proxy_records_an_outcome_outside_the_options(scorer_url: str, tmp_path: Path) -> None:
+    """An upstream answer that is none of the type's options is recorded with ``in_options`` false.
+
+    The decision is still mirrored and scored, the outcome counted as outside the options, never as
+    unmirrored; an answer that is an option is recorded with ``in_options`` true.
+    """
+    options = [{"id": "technical", "text": "Technical support"}, {"id": "review", "text": "Needs review"}]
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, options=options)})
+    async with serve(upstream_app()) as upstream:
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
+        async with running_sidecar(settings) as (_api, core), running_proxy(settings, core) as proxy, \
+                aiohttp.ClientSession() as session:
+            for ticket_id, subject in (("t-o1", "charged twice"), ("t-o2", "app crash")):
+                body = {"ticket_id": ticket_id, "ticket": {"subject": subject}}
+                async with session.post(proxy + "/route", json=body) as resp:
+                    assert resp.status == 200
+    text = core[METRICS].render().decode()  # the sidecar's stop awaited the background outcome writes
+    assert 'shadow_outcomes_total{decision_type="tickets",source="proxy"} 2.0' in text
+    assert 'shadow_outcomes_outside_options_total{decision_type="tickets",source="proxy"} 1.0' in text
+    assert "outcome_not_an_option" not in text
+    outcomes = {r["decision_id"]: (r["outcome"], r["in_options"])
+                for r in read_rows(tmp_path / "records", "outcomes")}
+    assert outcomes == {"t-o1": ("billing", False), "t-o2": ("technical", True)}
+    rows = read_rows(tmp_path / "records", "proposals")
+    assert sorted((r["decision_id"], r["status"]) for r in rows) == [("t-o1", "scored"), ("t-o2", "scored")]
 
 
 def _without_dates(raw: bytes) -> bytes:

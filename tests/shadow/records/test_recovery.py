@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from shadow.records.settings import RecordSettings
 
 
-def _accept(decision_id: str) -> bytes:
+def _accept(decision_id: str, **extra: str) -> bytes:
     return encode(ACCEPT, {"decision_id": decision_id, "decision_type": "route", "received_at": BASE_US,
-                           "option_ids": OPTIONS})
+                           "option_ids": OPTIONS, **extra})
 
 
 def _crashed_journal(settings: RecordSettings) -> None:
@@ -58,6 +58,21 @@ def test_recovery_publishes_the_journal_and_marks_in_flight_decisions_lost(
     assert all(r["option_ids"] == OPTIONS for r in lost if r["status"] == "lost")
     assert list_segments(local_settings.journal_dir) == []
     assert recovery.recover(local_settings).segments == 0
+
+
+def test_recovery_leaves_one_lost_row_per_candidate_still_owed(local_settings: RecordSettings) -> None:
+    """A decision accepted for the champion and a challenger, killed after the champion's row only.
+
+    Recovery writes exactly one ``lost`` / ``crash_recovery`` row, the challenger's, under its name.
+    """
+    segment = SegmentFile(local_settings.journal_dir, 100)
+    champion = normalize("proposals", proposal_row("x", candidate="default"), "w1")
+    segment.write(_accept("x") + _accept("x", candidate="gpu_q8") + encode(PROPOSAL, champion))
+    segment.close()
+    assert recovery.recover(local_settings).lost == 1
+    rows = open_dataset(local_settings, "proposals").to_table().to_pylist()
+    assert sorted((r["candidate"], r["status"], r["reason"]) for r in rows) == [
+        ("default", "scored", None), ("gpu_q8", "lost", "crash_recovery")]
 
 
 def test_a_crash_during_recovery_writes_nothing_twice(local_settings: RecordSettings) -> None:

@@ -117,6 +117,24 @@ async def test_pending_accepts_survive_roll_over_and_close_as_lost(local_setting
     assert store.stats.lost_at_shutdown == 1
 
 
+async def test_each_candidate_and_decision_type_owes_its_own_row(local_settings: RecordSettings) -> None:
+    """A decision accepted for two candidates needs a row from each; the same id in another type is apart.
+
+    The champion's row completes only the champion's mark: the challenger's, and the other type's
+    decision with the same id, close as ``lost`` / ``shutdown`` with their own candidate.
+    """
+    async with RecordStore(local_settings) as store:
+        await store.accept("d1", "route", BASE_US, OPTIONS)
+        await store.accept("d1", "route", BASE_US, OPTIONS, candidate="gpu_q8")
+        await store.accept("d1", "prio", BASE_US, OPTIONS)
+        await store.proposal(proposal_row("d1", candidate="default"))
+    rows = open_dataset(local_settings, "proposals").to_table().to_pylist()
+    got = sorted((r["decision_type"], r["decision_id"], r["candidate"], r["status"]) for r in rows)
+    assert got == [("prio", "d1", "default", "lost"), ("route", "d1", "default", "scored"),
+                   ("route", "d1", "gpu_q8", "lost")]
+    assert store.stats.lost_at_shutdown == 2
+
+
 async def test_invalid_rows_are_refused_naming_the_field(local_settings: RecordSettings) -> None:
     """A row the schema cannot hold is refused at the door (InvalidRow.field), never journaled."""
     async with RecordStore(local_settings) as store:

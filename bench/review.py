@@ -1,0 +1,76 @@
+"""How long the weekly review takes to render, and how big the file is, against the decisions behind it.
+
+Generates records (``semif-shadow pipelines generate``), runs the pipelines over five weeks, then times
+reading the marts, gathering the verdicts and rendering the charts, and writing the HTML. The report
+holds aggregates only, so its size should not grow with the decisions.
+
+    python -P bench/review.py --decisions 1000000 --work /tmp/review-bench
+
+(``-P``: ``bench/pipelines.py`` would shadow the ``pipelines`` package.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dashboards.config import DEFAULTS
+from dashboards.marts import load_marts
+from dashboards.report import review, to_html, to_markdown
+
+WEEK = "2026-W48"
+CLI = [str(Path(sys.executable).with_name("semif-shadow"))]
+
+
+def prepare(decisions: int, work: Path) -> tuple[Path, float]:
+    """Generate ``decisions`` records over five weeks and run the pipelines; the marts folder and seconds."""
+    records, marts = work / f"records-{decisions}", work / f"marts-{decisions}"
+    if not (marts / "funnel").exists():
+        shutil.rmtree(records, ignore_errors=True)
+        subprocess.run([*CLI, "pipelines", "generate", "--root", str(records),  # noqa: S603
+                        "--decisions", str(decisions)], check=True)
+        started = time.perf_counter()
+        subprocess.run([*CLI, "pipelines", "run", "--root", str(records), "--since", "2026-W44",  # noqa: S603
+                        "--until", WEEK, "--out", str(marts), "--as-of", "2027-01-31T00:00:00Z"], check=True)
+        return marts, time.perf_counter() - started
+    return marts, float("nan")
+
+
+def measure(marts: Path, out: Path) -> tuple[float, float, float, int]:
+    """Seconds to read the marts, to build the review (verdicts + charts), to write it; the HTML's bytes."""
+    t0 = time.perf_counter()
+    loaded = load_marts(str(marts), WEEK)
+    t1 = time.perf_counter()
+    result = review(loaded, DEFAULTS)
+    t2 = time.perf_counter()
+    out.write_text(to_html(result), encoding="utf-8")
+    out.with_suffix(".md").write_text(to_markdown(result), encoding="utf-8")
+    t3 = time.perf_counter()
+    return t1 - t0, t2 - t1, t3 - t2, out.stat().st_size
+
+
+def main() -> None:
+    """Print one row per size: decisions, pipelines seconds, read / review / write seconds, HTML size."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--decisions", type=int, action="append", help="offered decisions (repeatable)")
+    parser.add_argument("--work", type=Path, default=Path("review-bench"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for decisions in args.decisions or [1_000_000]:
+        marts, pipeline_s = prepare(decisions, args.work)
+        rows.append((decisions, pipeline_s, *measure(marts, args.work / f"review-{decisions}.html")))
+    header = ("decisions", "pipelines s", "read s", "review s", "write s", "HTML MB")
+    print("{:>11} {:>11} {:>7} {:>8} {:>7} {:>7}".format(*header))
+    for decisions, pipeline_s, read_s, review_s, write_s, size in rows:
+        print(f"{decisions:>11,} {pipeline_s:>11.1f} {read_s:>7.2f} {review_s:>8.2f} {write_s:>7.2f} "
+              f"{size / 1e6:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""`semif-shadow review`: the weekly rollout review from the pipelines' marts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command("review")
+@click.option(
+    "--marts", "marts_uri", required=True, help="The pipelines' output: a folder or s3://bucket/prefix."
+)
+@click.option("--week", required=True, help="ISO week to review, e.g. 2026-W48.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("review.html"),
+    show_default=True,
+    help="The HTML report; the Markdown summary goes beside it (.md).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Review rules and budgets (YAML); defaults in docs/review.md.",
+)
+@click.option("--s3-endpoint", default=None, envvar="PIPELINES_S3_ENDPOINT", help="S3 endpoint override.")
+@click.option("--s3-region", default="us-east-1", show_default=True, envvar="PIPELINES_S3_REGION")
+def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
+    marts_uri: str,
+    week: str,
+    out: Path,
+    config_path: Path | None,
+    s3_endpoint: str | None,
+    s3_region: str,
+) -> None:
+    """Render the weekly review: verdicts go / wait / reject per decision type and candidate, and charts.
+
+    \b
+    Example:
+      semif-shadow review --marts pipelines-out --week 2026-W48 --out review.html
+    """
+    from dashboards.config import load_config  # noqa: PLC0415  (keep --help fast)
+    from dashboards.errors import DashboardsError  # noqa: PLC0415
+    from dashboards.marts import load_marts  # noqa: PLC0415
+    from dashboards.report import review as build  # noqa: PLC0415
+    from dashboards.report import to_html, to_markdown  # noqa: PLC0415
+    from pipelines.errors import PipelinesError  # noqa: PLC0415
+    from pipelines.weeks import parse_week  # noqa: PLC0415
+
+    started = time.perf_counter()
+    try:
+        parse_week(week, "week")
+    except PipelinesError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        result = build(load_marts(marts_uri, week, s3_endpoint, s3_region), load_config(config_path))
+    except DashboardsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    out.write_text(to_html(result), encoding="utf-8")
+    summary = out.with_suffix(".md")
+    summary.write_text(to_markdown(result), encoding="utf-8")
+    click.echo(summary.read_text(encoding="utf-8"))
+    click.echo(
+        f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and {summary} "
+        f"in {time.perf_counter() - started:.1f} s",
+        err=True,
+    )

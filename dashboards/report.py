@@ -1,0 +1,155 @@
+"""The weekly review as one self-contained HTML file (inline SVG, styles and script) and a Markdown summary.
+
+Phases: ``review`` gathers evidence and verdicts per decision type and candidate, then the charts;
+``to_html`` and ``to_markdown`` only format what it returns. Nothing here reads the marts' columns
+except through ``dashboards.marts`` and ``dashboards.evidence``.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dashboards import charts
+from dashboards.config import rules_applied
+from dashboards.evidence import gather
+from dashboards.marts import identity_of
+from dashboards.verdict import decide
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dashboards.config import ReviewConfig
+    from dashboards.marts import Marts
+    from dashboards.verdict import Verdict
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}
+.go{background:#c8f0c8}.wait{background:#fff1b8}.reject{background:#f8c8c8}
+.verdict{font-weight:bold;text-transform:uppercase;padding:2px 8px}
+.charts{display:flex;flex-wrap:wrap;gap:1em}figure.chart{margin:0;border:1px solid #eee;padding:.5em}
+figcaption{font-size:12px;color:#555}details{font-size:12px}
+"""
+SCRIPT = """
+document.querySelectorAll('figure.chart').forEach(function (f) {
+  var svg = f.querySelector('svg');
+  f.dataset.rendered = svg && svg.getBoundingClientRect().width > 0 ? 'yes' : 'no';
+});
+document.body.dataset.ready = 'yes';
+"""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One decision type: the verdict per candidate and the charts."""
+
+    decision_type: str
+    verdicts: dict[str, Verdict]
+    charts: list[charts.Chart]
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything the report shows."""
+
+    week: str
+    source: str
+    config: ReviewConfig
+    sections: list[Section]
+
+
+def review(marts: Marts, config: ReviewConfig) -> Review:
+    """Gather the verdicts and render the charts of every decision type in the review week."""
+    sections = []
+    for decision_type in marts.decision_types():
+        verdicts = {
+            c: decide(gather(marts, decision_type, c, config.min_coverage), config)
+            for c in marts.candidates(decision_type)
+        }
+        sections.append(
+            Section(decision_type, verdicts, [build(marts, decision_type) for build in charts.BUILDERS])
+        )
+    return Review(marts.week, marts.source, config, sections)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _verdicts(section: Section) -> str:
+    rows = []
+    for candidate, v in section.verdicts.items():
+        ident = identity_of(candidate)
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in v.reasons)
+        checks = "".join(
+            f"<tr><td>{'✔' if k.passed else '✘'}</td><td>{html.escape(k.rule)}</td>"
+            f"<td>{html.escape(k.detail)}</td></tr>"
+            for k in v.checks
+        )
+        rows.append(
+            f"<div class='candidate'><h3><span class='verdict {v.decision}'>{v.decision}</span> "
+            f"{html.escape(ident.label)}</h3><p>identity: model {html.escape(ident.model_name)}, sha256 "
+            f"{html.escape(ident.sha256_prefix)}…, quantization {html.escape(ident.quantization)} "
+            f"(key <code>{html.escape(candidate)}</code>)</p><ul>{reasons}</ul>"
+            f"<details><summary>checks applied</summary><table>{checks}</table></details></div>"
+        )
+    return "".join(rows)
+
+
+def _figure(chart: charts.Chart) -> str:
+    return (
+        f"<figure class='chart' data-chart='{chart.name}'>{chart.svg}<figcaption>"
+        f"{html.escape(chart.title)}: {html.escape(chart.sample)}</figcaption>"
+        f"<details><summary>numbers</summary>{_table(chart.table)}</details></figure>"
+    )
+
+
+def to_html(result: Review) -> str:
+    """The self-contained HTML report."""
+    rules = "".join(
+        f"<tr><td>{k}</td><td>{html.escape(v)}</td><td>{html.escape(d)}</td></tr>"
+        for k, v, d in rules_applied(result.config)
+    )
+    body = "".join(
+        f"<section id='{html.escape(s.decision_type)}'><h2>{html.escape(s.decision_type)}</h2>"
+        f"{_verdicts(s)}<div class='charts'>{''.join(_figure(c) for c in s.charts)}</div></section>"
+        for s in result.sections
+    )
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Rollout review "
+        f"{result.week}</title><style>{STYLE}</style></head><body><h1>Rollout review {result.week}</h1>"
+        f"<p>marts: <code>{html.escape(result.source)}</code>. Identity changes within a week: none "
+        f"reported (today's marts group by model key only).</p>{body}"
+        f"<h2>Rules applied</h2><table><tr><th>rule</th><th>value</th><th>meaning</th></tr>{rules}</table>"
+        f"<script>{SCRIPT}</script></body></html>"
+    )
+
+
+def to_markdown(result: Review) -> str:
+    """A short summary for a ticket or chat message: one line per decision type and candidate."""
+    lines = [f"# Rollout review {result.week}", ""]
+    for s in result.sections:
+        for candidate, v in s.verdicts.items():
+            lines.append(
+                f"- **{s.decision_type}** · {identity_of(candidate).label}: **{v.decision.upper()}**"
+                f" — {v.reasons[0]}" + (f" (+{len(v.reasons) - 1} more)" if len(v.reasons) > 1 else "")
+            )
+    lines += [
+        "",
+        (
+            f"Marts: `{result.source}`; rules: precision target {result.config.precision_target}, "
+            f"min labelled {result.config.min_labelled}, min coverage {result.config.min_coverage}."
+        ),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,51 @@
+"""Dashboards fixtures: marts of generated records (two candidates, the last week drifted), made once."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import pytest
+
+from dashboards.config import DEFAULTS
+from dashboards.marts import load_marts
+from dashboards.report import review
+from pipelines import runner
+from pipelines.generate import Plan, generate
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
+from pipelines.storage import open_root
+from pipelines.weeks import window
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from dashboards.report import Review
+
+WEEK = "2026-W48"
+PLAN = Plan(decisions=20_000, weeks=5, drift_week=4, seed=5)
+AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="session")
+def marts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every mart over 2026-W44..W48 of 20,000 generated decisions (two models; W48 drifted)."""
+    records, out = tmp_path_factory.mktemp("records"), tmp_path_factory.mktemp("marts")
+    generate(open_root(str(records)), PLAN)
+    settings = PipelineSettings()
+    span = window(
+        "2026-W44", WEEK, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days)
+    )
+    con = runner.connect(settings)
+    try:
+        job = runner.Job(settings, open_root(str(records)), span, load_prices(settings.prices_file), out)
+        runner.run(job, con=con)
+    finally:
+        con.close()
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated_review(marts_dir: Path) -> Review:
+    """The review of the drifted week with the default rules."""
+    return review(load_marts(str(marts_dir), WEEK), DEFAULTS)

@@ -1,0 +1,54 @@
+"""The marts adapter: the same frames from a folder and from s3:// (moto), the report's vocabulary."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+import pyarrow.fs as pafs
+import pytest
+
+from dashboards.errors import MartsMissing
+from dashboards.marts import CANDIDATE, MARTS, identity_of, load_marts
+from tests.dashboards.conftest import WEEK
+from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.shadow.records.conftest import MotoServer
+
+
+def test_s3_marts_read_the_same_as_local(moto: MotoServer, marts_dir: Path) -> None:  # noqa: F811
+    """Marts copied to a moto bucket load, through pyarrow's S3FileSystem, into the same frames."""
+    boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1").create_bucket(Bucket="marts")
+    s3 = pafs.S3FileSystem(endpoint_override=moto.endpoint, region="us-east-1")
+    for mart in MARTS:
+        pafs.copy_files(str(marts_dir / mart), f"marts/out/{mart}", destination_filesystem=s3)
+    local = load_marts(str(marts_dir), WEEK)
+    remote = load_marts("s3://marts/out", WEEK, moto.endpoint)
+    for mart in MARTS:
+        key = [c for c in ("week", "decision_type", CANDIDATE) if c in local[mart]]
+        left = local[mart].sort_values(key, kind="stable").reset_index(drop=True)
+        right = remote[mart].sort_values(key, kind="stable").reset_index(drop=True)
+        assert left.equals(right[left.columns]), mart
+
+
+def test_the_grouping_key_is_renamed_and_parsed(marts_dir: Path) -> None:
+    """`model_key` reaches the report as `candidate`; its parts parse; two candidates per type."""
+    marts = load_marts(str(marts_dir), WEEK)
+    assert "model_key" not in marts["agreement"]
+    for decision_type in marts.decision_types():
+        candidates = marts.candidates(decision_type)
+        assert len(candidates) == 2
+        assert all(identity_of(c).quantization == "Q4_K_M" for c in candidates)
+
+
+def test_a_missing_folder_or_week_is_one_error(marts_dir: Path, tmp_path: Path) -> None:
+    """No marts, or no rows for the week: MartsMissing naming it."""
+    with pytest.raises(MartsMissing, match="funnel"):
+        load_marts(str(tmp_path), WEEK)
+    with pytest.raises(MartsMissing, match="unsupported scheme"):
+        load_marts("gs://bucket/marts", WEEK)
+    with pytest.raises(MartsMissing, match="2030-W01"):
+        load_marts(str(marts_dir), "2030-W01")
