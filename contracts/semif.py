@@ -126,7 +126,7 @@ def _to_invalid_request(exc: ValidationError) -> InvalidRequest:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = f"unknown field {field!r}"
-    return InvalidRequest(f"{field}: {message}" if field else message, field=field or None)
+    return InvalidRequest(f"{field}: {message}" if field else message, field=field or "body")
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:

@@ -1,7 +1,10 @@
 """The mirror: handle -> enqueue -> dispatch -> record, once per candidate.
 
-`Mirror.offer` is all the request path ever calls: it decides in memory and returns at once; it never
+`Mirror.offer` is all the proxy's path ever calls: it decides in memory and returns at once; it never
 awaits a scorer or the store, and it returns nothing a caller could put into a production response.
+The mirror API calls `offer_durably`, which also waits for every candidate's accept mark of the queued
+decisions to be on disk (the journal's group commit), so a decision answered ``queued`` leaves its
+proposals rows even if the process dies the next moment; it never waits for a scorer.
 The kill switch, the experiment's end, the sample and the rate cap decide once per decision, for
 every candidate alike (comparisons stay paired); then each candidate's own lane (`shadow.lanes`:
 queue bounds and workers) takes the decision or drops it, and each candidate ends with its own row.
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 from contracts.records import DEFAULT_CANDIDATE
 from shadow.lanes import Lane
 from shadow.proposals import Decision
+from shadow.records.sink import SinkFull
 from shadow.sampling import is_sampled
 
 if TYPE_CHECKING:
@@ -29,6 +33,23 @@ if TYPE_CHECKING:
     from shadow.metrics import Metrics
     from shadow.recorder import Recorder
     from shadow.state import State
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One decision offered through the mirror API."""
+
+    rt: DecisionRuntime
+    decision_id: str
+    state: State
+    size: int
+
+
+def _mark_failure(mark: asyncio.Future[None] | None) -> str | None:
+    """The reason the worker will record for a decision whose accept mark failed; None if it is on disk."""
+    if mark is None or mark.cancelled() or mark.exception() is None:
+        return None
+    return "disk_full" if isinstance(mark.exception(), SinkFull) else "internal_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +81,27 @@ class Mirror:
         Returns None if the champion's lane queued it, else the reason the champion's row will carry
         (each challenger's own outcome is in its row and its metrics).
         """
+        return self._offer(rt, decision_id, state, size)[0]
+
+    async def offer_durably(self, offers: list[Offer]) -> list[str | None]:
+        """Offer each decision, then wait until every candidate's accept mark of each is on disk.
+
+        Returns, per decision, what `offer` returns for the champion, or ``disk_full`` / ``internal_error``
+        when the champion's mark could not be written (its worker records it so).
+        """
+        taken = [self._offer(o.rt, o.decision_id, o.state, o.size) for o in offers]
+        marks = [d.accepted for _, ds in taken for d in ds if d.accepted is not None]
+        if marks:
+            await asyncio.wait(marks)
+        return [reason if reason is not None else _mark_failure(ds[0].accepted) for reason, ds in taken]
+
+    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State,
+               size: int) -> tuple[str | None, list[Decision]]:
+        """The champion's reason (None: queued), and the decisions each candidate's lane got."""
         now = time.time()
         received_us, received_mono = int(now * 1e6), time.monotonic()
         sampled, shared = self._admit(rt, decision_id, now)
-        reasons = []
+        reasons, decisions = [], []
         for cand in rt.candidates:
             d = Decision(decision_id, rt, cand, state, received_us, received_mono, size, sampled)
             self.metrics.offered.labels(rt.name, cand.name).inc()
@@ -77,7 +115,8 @@ class Mirror:
             else:
                 self.recorder.drop(d, reason)
             reasons.append(reason)
-        return reasons[0]
+            decisions.append(d)
+        return reasons[0], decisions
 
     def _accept(self, d: Decision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.

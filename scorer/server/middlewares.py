@@ -28,6 +28,13 @@ def error_body(status: int, code: str, message: str, field: str | None) -> web.R
     return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
 
 
+def http_error_json(exc: web.HTTPException) -> dict[str, dict[str, str | None]]:
+    """The wire error for one of aiohttp's HTTP errors (413 names ``body``, 415 ``Content-Type``)."""
+    field = "body" if exc.status == 413 else ("Content-Type" if exc.status == 415 else None)
+    code = HTTP_CODES.get(exc.status, "http_error")
+    return {"error": {"code": code, "message": exc.reason, "field": field}}
+
+
 def render(exc: WireError, retry_after_s: int) -> web.Response:
     """The wire form of a SemIf error, with Retry-After where the client may retry."""
     response = error_body(exc.status, exc.code, exc.message, exc.field)
@@ -48,8 +55,7 @@ def error_middleware(retry_after_s: int) -> web.middleware:  # type: ignore[vali
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            field = "body" if exc.status == 413 else ("Content-Type" if exc.status == 415 else None)
-            return error_body(exc.status, HTTP_CODES.get(exc.status, "http_error"), exc.reason, field)
+            return web.json_response(http_error_json(exc), status=exc.status)
         except Exception:
             log.exception("unhandled error on %s %s", request.method, request.path)
             return error_body(500, "internal_error", "internal error (a bug): see the server log", None)

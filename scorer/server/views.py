@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from contracts.errors import InvalidRequest
@@ -48,7 +49,10 @@ async def read_json(request: web.Request) -> dict[str, Any]:
         raise web.HTTPUnsupportedMediaType(
             reason=f"Content-Type must be application/json, not {request.content_type or 'none'}"
         )
-    body = await request.read()  # client_max_size caps it (413)
+    try:
+        body = await request.read()  # client_max_size caps it (413)
+    except RequestPayloadError as exc:  # a Content-Encoding the body is not in, a torn chunked body
+        raise InvalidRequest(f"body cannot be read: {exc}", field="body") from exc
     payload = decode_json(body)
     if not isinstance(payload, dict):
         raise InvalidRequest("request body must be a JSON object", field="body")

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from contracts.semif import format_loc
+from contracts.errors import InvalidRequest
+from contracts.semif import decode_json, format_loc
 from shadow.errors import RequestError
 
 MAX_BATCH = 1000
@@ -71,13 +72,11 @@ class OutcomeBatch(BaseModel):
 
 
 def decode(body: bytes) -> Any:
-    """JSON or a 400 naming the body."""
+    """JSON or a 400 naming the body: the scorer's `decode_json` (bad JSON, bad UTF-8, nesting too deep)."""
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(f"body is not valid JSON: {exc}", field="body") from exc
-    except RecursionError as exc:  # one short refusal, not a traceback thousands of lines long
-        raise RequestError("body nests too deeply", field="body") from exc
+        return decode_json(body)
+    except InvalidRequest as exc:
+        raise RequestError(exc.message, field=exc.field) from exc
 
 
 def refuse_lone_surrogates(body: bytes, items: list[DecisionIn], prefix: str) -> None:
@@ -99,7 +98,7 @@ def _validate(model: type[_M], data: Any) -> _M:
         error = exc.errors()[0]
         field = format_loc(error["loc"])
         message = f"unknown field {field!r}" if error["type"] == "extra_forbidden" else error["msg"]
-        raise RequestError(f"{field}: {message}" if field else message, field=field or None) from exc
+        raise RequestError(f"{field}: {message}" if field else message, field=field or "body") from exc
 
 
 def parse_decisions(data: Any) -> tuple[list[DecisionIn], str]:

@@ -1,4 +1,8 @@
-"""Mirror API handlers. ``/v1/decisions`` answers 202 without ever waiting for a scorer or the store."""
+"""Mirror API handlers.
+
+``/v1/decisions`` answers 202 once each queued decision's accept mark is on disk (the journal's group
+commit), never waiting for a scorer. ``/v1/outcomes`` answers once every outcome is on disk.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from shadow.api import payloads
 from shadow.errors import RequestError, StoreUnavailable, Unauthorized
 from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
+from shadow.mirror import Offer
 
 if TYPE_CHECKING:
     from shadow.live_catalog import DecisionRuntime
@@ -29,19 +35,26 @@ def _runtime(request: web.Request, name: str, field: str) -> DecisionRuntime:
     return rt
 
 
+async def _read(request: web.Request) -> bytes:
+    """The body (capped by ``SHADOW_MAX_BODY_BYTES``: 413); one that cannot be read is a 400 on ``body``."""
+    try:
+        return await request.read()
+    except RequestPayloadError as exc:  # a Content-Encoding the body is not in, a torn chunked body
+        raise RequestError(f"body cannot be read: {exc}", field="body") from exc
+
+
 async def post_decisions(request: web.Request) -> web.Response:
     """Offer one decision or a batch; 202 with what was queued and what was dropped (and why)."""
-    body = await request.read()
+    body = await _read(request)
     items, prefix = payloads.parse_decisions(payloads.decode(body))
     payloads.refuse_lone_surrogates(body, items, prefix)
     runtimes = [_runtime(request, it.decision_type, prefix.format(i) + "decision_type")
                 for i, it in enumerate(items)]
-    mirror = request.app[MIRROR]
     size = max(1, len(body) // len(items))
-    results = []
-    for item, rt in zip(items, runtimes, strict=True):
-        reason = mirror.offer(rt, item.decision_id, item.state, size)
-        results.append({"decision_id": item.decision_id, "queued": reason is None, "reason": reason})
+    reasons = await request.app[MIRROR].offer_durably(
+        [Offer(rt, item.decision_id, item.state, size) for item, rt in zip(items, runtimes, strict=True)])
+    results = [{"decision_id": item.decision_id, "queued": reason is None, "reason": reason}
+               for item, reason in zip(items, reasons, strict=True)]
     dropped = Counter(r["reason"] for r in results if r["reason"] is not None)
     return web.json_response({"queued": len(results) - dropped.total(), "dropped": dict(dropped),
                               "decisions": results}, status=202)
@@ -49,7 +62,7 @@ async def post_decisions(request: web.Request) -> web.Response:
 
 async def post_outcomes(request: web.Request) -> web.Response:
     """Record actual outcomes, options or not (``in_options``); answer only once every one is durable."""
-    items, prefix = payloads.parse_outcomes(payloads.decode(await request.read()))
+    items, prefix = payloads.parse_outcomes(payloads.decode(await _read(request)))
     runtimes = [_runtime(request, item.decision_type, prefix.format(i) + "decision_type")
                 for i, item in enumerate(items)]
     recorder, metrics = request.app[RECORDER], request.app[METRICS]

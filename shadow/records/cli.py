@@ -64,11 +64,14 @@ def compact(root: str | None, partition: str | None, min_age: float, grace: floa
     from shadow.records.compact import CompactPolicy, compact_root  # noqa: PLC0415
     from shadow.records.errors import RecordsError  # noqa: PLC0415
     from shadow.records.layout import filesystem  # noqa: PLC0415
+    from shadow.records.s3 import S3Uploader  # noqa: PLC0415
 
-    fs, base = filesystem(_settings({"root": root}))
+    settings = _settings({"root": root})
+    fs, base = filesystem(settings)
     policy = CompactPolicy(min_age_s=min_age, grace_s=grace, max_file_bytes=int(max_file_mb * 1024 * 1024))
+    uploader = S3Uploader(settings) if settings.is_s3 else None
     try:
-        done = compact_root(fs, base, policy, only=partition)
+        done = compact_root(fs, base, policy, only=partition, uploader=uploader)
     except RecordsError as exc:
         raise click.ClickException(str(exc)) from exc
     for folder, result in done:

@@ -8,7 +8,8 @@ One run over a partition:
 2. Merge: the visible files smaller than ``max_file_bytes`` and older than ``min_age_s`` (so a writer
    that republishes a segment after a crash is long done with it), if two or more, are read and written
    as one ``compact-<seq>.parquet`` whose metadata names every file it replaces, transitively. It is
-   written aside and renamed (local) or uploaded whole (S3): from that instant the sources are hidden.
+   written aside and renamed (local) or uploaded whole (S3, through the store's `S3Uploader`: the same
+   encryption and S3-verified checksums as every other write): from that instant the sources are hidden.
 3. With ``grace_s == 0`` the sources are deleted at once.
 
 At every instant a reader following the rule sees each row once. Run one compaction per root at a
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,8 @@ from shadow.records.rows import DATASETS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from shadow.records.s3 import S3Uploader
 
 DEFAULT_MIN_AGE_S = 600.0
 DEFAULT_GRACE_S = 300.0
@@ -90,7 +94,8 @@ def root_lock(fs: pafs.FileSystem, base: str) -> Iterator[None]:
         yield
 
 
-def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: CompactPolicy) -> CompactResult:
+def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: CompactPolicy,
+                      upload: Upload | None = None) -> CompactResult:
     """One compaction run over one partition folder (see the module docstring)."""
     result = CompactResult()
     now = time.time()
@@ -98,7 +103,7 @@ def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: Co
     visible, hidden = split_visible(fs, files)
     for path, cover in hidden.items():
         if now - cover.mtime_s >= policy.grace_s:
-            fs.delete_file(path)
+            _delete(fs, path, upload)
             result.deleted += 1
     sources = [f for f in visible if f.size < policy.max_file_bytes and now - f.mtime_s >= policy.min_age_s]
     if len(sources) < 2:
@@ -106,12 +111,12 @@ def compact_partition(fs: pafs.FileSystem, folder: str, dataset: str, policy: Co
     replaces = sorted({name for f in sources for name in (f.name, *replaced_by(fs, f))})
     table = pa.concat_tables([_read(fs, f, dataset) for f in sources])
     target = f"{folder}/{COMPACT_PREFIX}{time.time_ns() // 1000:016d}.parquet"
-    _write(fs, table, target, {REPLACES_KEY: json.dumps(replaces).encode()})
+    _write(fs, table, target, {REPLACES_KEY: json.dumps(replaces).encode()}, upload)
     result.merged.append(target)
     result.sources, result.rows = len(sources), table.num_rows
     if policy.grace_s <= 0:
         for f in sources:
-            fs.delete_file(f.path)
+            _delete(fs, f.path, upload)
         result.deleted += len(sources)
     return result
 
@@ -138,18 +143,43 @@ def conform(table: pa.Table, dataset: str, where: str) -> pa.Table:
     return table.replace_schema_metadata(None)
 
 
-def _write(fs: pafs.FileSystem, table: pa.Table, target: str, metadata: dict[bytes, bytes]) -> None:
+@dataclass(frozen=True)
+class Upload:
+    """How a merged file reaches an S3 root: the store's uploader, and the root's ``bucket/prefix``."""
+
+    uploader: S3Uploader
+    base: str
+
+
+def _delete(fs: pafs.FileSystem, path: str, upload: Upload | None) -> None:
+    """Delete one file; on S3 through the uploader (pyarrow would leave an unencrypted folder marker)."""
+    if upload is None:
+        fs.delete_file(path)
+    else:
+        upload.uploader.delete(path.removeprefix(upload.base).lstrip("/"))
+
+
+def _write(fs: pafs.FileSystem, table: pa.Table, target: str, metadata: dict[bytes, bytes],
+           upload: Upload | None) -> None:
     if isinstance(fs, pafs.LocalFileSystem):
         write_atomic(table, Path(target), metadata)
         return
+    if upload is None:
+        raise CompactionError("compaction on S3 writes through the S3Uploader (encryption, checksums)")
     table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VALUE, **metadata})
-    with fs.open_output_stream(target) as out:  # an S3 object appears only once complete
-        pq.write_table(table, out, compression=COMPRESSION)
+    with tempfile.TemporaryDirectory(prefix="semif-compact-") as tmp:
+        local = Path(tmp) / "merged.parquet"
+        pq.write_table(table, local, compression=COMPRESSION)
+        upload.uploader.upload(local, target.removeprefix(upload.base).lstrip("/"))  # appears whole
 
 
-def compact_root(fs: pafs.FileSystem, base: str, policy: CompactPolicy,
-                 only: str | None = None) -> list[tuple[str, CompactResult]]:
-    """Compact every partition of both datasets (or the ``only`` folder, relative to the root)."""
+def compact_root(fs: pafs.FileSystem, base: str, policy: CompactPolicy, only: str | None = None,
+                 uploader: S3Uploader | None = None) -> list[tuple[str, CompactResult]]:
+    """Compact every partition of both datasets (or the ``only`` folder, relative to the root).
+
+    On an S3 root, ``uploader`` (``S3Uploader(settings)``) writes the merged files.
+    """
+    upload = Upload(uploader, base) if uploader is not None else None
     done: list[tuple[str, CompactResult]] = []
     with root_lock(fs, base):
         for dataset in DATASETS:
@@ -157,5 +187,5 @@ def compact_root(fs: pafs.FileSystem, base: str, policy: CompactPolicy,
                 relative = folder.removeprefix(base).strip("/")
                 if only is not None and relative != only.strip("/"):
                     continue
-                done.append((relative, compact_partition(fs, folder, dataset, policy)))
+                done.append((relative, compact_partition(fs, folder, dataset, policy, upload)))
     return done

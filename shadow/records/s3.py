@@ -1,11 +1,16 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
-"""Upload to S3: staged Parquet files go up whole, checked, encrypted, and leave the disk only then.
+"""Upload to S3: files go up whole, checked by S3 itself, encrypted, and leave the disk only then.
 
-A file smaller than ``s3_multipart_bytes`` goes up in one ``PutObject`` with its ``Content-MD5``;
-a larger one as a multipart upload with a ``Content-MD5`` per part. Either way the returned ETag is
-checked against the MD5s computed here (an object appears only when complete, so readers never see a
-part). The staged file is deleted only after that check. When S3 is down the uploader keeps the files
-and retries with capped exponential back-off; the store's disk bound protects the spool meanwhile.
+A file smaller than ``s3_multipart_bytes`` goes up in one ``PutObject``; a larger one as a multipart
+upload. Every request carries the SHA-256 of its bytes (``x-amz-checksum-sha256``, with
+``ChecksumAlgorithm=SHA256``: S3 computes it again and refuses the request with ``BadDigest`` if they
+differ) and ``Content-MD5`` (checked the same way). The ETag is not compared: under SSE-KMS it is not
+the MD5 of the content. The checksum S3 answers with is checked against the one sent. An object
+appears only when complete, so readers never see a part. Every write (the store's uploads and
+compaction's merged files) goes through `S3Uploader`, so the same encryption settings
+(``s3_sse``, ``s3_sse_kms_key_id``) apply to each. The staged file is deleted only after the check.
+When S3 is down the uploader keeps the files and retries with capped exponential back-off; the store's
+disk bound protects the spool meanwhile.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
+def _md5(data: bytes) -> str:
+    return _b64(hashlib.md5(data, usedforsecurity=False).digest())
+
+
 class S3Uploader:
     """Puts staged files under ``s3://bucket/prefix/<relative path>``."""
 
@@ -76,52 +85,55 @@ class S3Uploader:
             raise UploadFailed(f"upload of {relative} failed: {exc}") from exc
         return key
 
+    def delete(self, relative: str) -> None:
+        """Delete the object at ``relative`` (compaction's replaced files). Raises ``UploadFailed``."""
+        try:
+            self._client.delete_object(Bucket=self._bucket, Key=self.key_for(relative))
+        except (BotoCoreError, ClientError) as exc:
+            raise UploadFailed(f"delete of {relative} failed: {exc}") from exc
+
     def _put(self, path: Path, key: str) -> None:
         body = path.read_bytes()
-        digest = hashlib.md5(body, usedforsecurity=False).digest()
+        sha256 = _b64(hashlib.sha256(body).digest())
         reply = self._client.put_object(
-            Bucket=self._bucket, Key=key, Body=body, ContentMD5=_b64(digest), **self._sse()
+            Bucket=self._bucket, Key=key, Body=body, ContentMD5=_md5(body), ChecksumAlgorithm="SHA256",
+            ChecksumSHA256=sha256, **self._sse()
         )
-        self._check_etag(key, reply["ETag"], digest.hex())
+        self._check_checksum(key, reply.get("ChecksumSHA256"), sha256)
 
     def _multipart(self, path: Path, key: str) -> None:
-        created = self._client.create_multipart_upload(Bucket=self._bucket, Key=key, **self._sse())
+        created = self._client.create_multipart_upload(
+            Bucket=self._bucket, Key=key, ChecksumAlgorithm="SHA256", **self._sse()
+        )
         upload_id = created["UploadId"]
         try:
-            parts, digests = self._send_parts(path, key, upload_id)
+            parts = self._send_parts(path, key, upload_id)
             self._client.complete_multipart_upload(
                 Bucket=self._bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
             )
         except Exception:
             self._client.abort_multipart_upload(Bucket=self._bucket, Key=key, UploadId=upload_id)
             raise
-        whole = hashlib.md5(b"".join(digests), usedforsecurity=False).hexdigest()
-        etag = self._client.head_object(Bucket=self._bucket, Key=key)["ETag"]
-        self._check_etag(key, etag, f"{whole}-{len(digests)}")
 
-    def _send_parts(self, path: Path, key: str, upload_id: str) -> tuple[list[dict[str, Any]], list[bytes]]:
+    def _send_parts(self, path: Path, key: str, upload_id: str) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
-        digests: list[bytes] = []
         with path.open("rb") as fh:
             while chunk := fh.read(self._settings.s3_multipart_bytes):
-                digest = hashlib.md5(chunk, usedforsecurity=False).digest()
                 number = len(parts) + 1
+                sha256 = _b64(hashlib.sha256(chunk).digest())
                 reply = self._client.upload_part(
-                    Bucket=self._bucket,
-                    Key=key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    Body=chunk,
-                    ContentMD5=_b64(digest),
+                    Bucket=self._bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=chunk,
+                    ContentMD5=_md5(chunk), ChecksumAlgorithm="SHA256", ChecksumSHA256=sha256,
                 )
-                parts.append({"PartNumber": number, "ETag": reply["ETag"]})
-                digests.append(digest)
-        return parts, digests
+                self._check_checksum(f"{key} part {number}", reply.get("ChecksumSHA256"), sha256)
+                parts.append({"PartNumber": number, "ETag": reply["ETag"], "ChecksumSHA256": sha256})
+        return parts
 
     @staticmethod
-    def _check_etag(key: str, etag: str, expected: str) -> None:
-        if etag.strip('"') != expected:
-            raise UploadFailed(f"{key}: S3 ETag {etag} does not match the content sent ({expected})")
+    def _check_checksum(what: str, answered: str | None, sent: str) -> None:
+        """S3 verified ``sent`` before answering; an answer naming another checksum is a broken peer."""
+        if answered is not None and answered != sent:
+            raise UploadFailed(f"{what}: S3 answered checksum {answered}, not the one sent ({sent})")
 
 
 def staged_files(staging_dir: Path) -> list[tuple[Path, str]]:

@@ -16,6 +16,7 @@ from contracts.records import ADDED_IN_V1_1, PROPOSALS
 from shadow.records.compact import CompactPolicy, compact_root, conform
 from shadow.records.errors import CompactionError
 from shadow.records.layout import data_files, filesystem, open_dataset, split_visible
+from shadow.records.s3 import S3Uploader
 from shadow.records.store import RecordStore
 
 from .factories import outcome_row, proposal_row
@@ -144,7 +145,7 @@ async def test_compaction_on_s3(s3_settings: RecordSettings) -> None:
     expected = sorted(f"d{i}" for i in range(30))
     files_before = len(data_files(fs, f"{base}/proposals"))
     assert files_before >= 3
-    compact_root(fs, base, CompactPolicy(min_age_s=0.0, grace_s=0.0))
+    compact_root(fs, base, CompactPolicy(min_age_s=0.0, grace_s=0.0), uploader=S3Uploader(s3_settings))
     assert len(data_files(fs, f"{base}/proposals")) == 1
     assert _ids(s3_settings) == expected
 

@@ -1,0 +1,201 @@
+"""Property-based HTTP fuzzing shared by the scorer's and the sidecar's fuzz tests.
+
+`served` runs an aiohttp app on loopback in a thread of its own (hypothesis drives plain, synchronous
+test functions); `requests_for` generates bodies (JSON of any shape, valid bodies with fields
+swapped, raw bytes, nesting thousands deep), content types, encodings and headers; `check_answer`
+states the property: never a 5xx, and every 4xx is the JSON error naming a field.
+
+``FUZZ_EXAMPLES`` sets the examples per endpoint (default `DEFAULT_EXAMPLES`, the same ones each run,
+seconds in CI); a long run, new examples each time, is
+``FUZZ_EXAMPLES=1000 .venv/bin/pytest tests/scorer/test_server_fuzz.py tests/shadow/test_api_fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+DEFAULT_EXAMPLES = 30
+# Content encodings aiohttp's HTTP parser refuses itself, before any handler or middleware runs, when
+# their decoder (Brotli, zstandard) is not installed: its plain-text 400 is the one 4xx not in JSON.
+PARSER_REFUSED = frozenset({"br", "zstd"})
+ANSWER_TIMEOUT_S = 30.0
+_TOKEN_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E)
+
+
+def fuzz_settings() -> settings:
+    """Hypothesis settings: no deadline, no example database on disk.
+
+    By default `DEFAULT_EXAMPLES` examples, the same ones every run (derandomized: CI never meets a new
+    case by chance); with ``FUZZ_EXAMPLES`` set, that many examples, new ones each run.
+    """
+    examples = os.environ.get("FUZZ_EXAMPLES")
+    return settings(max_examples=int(examples or DEFAULT_EXAMPLES), derandomize=examples is None,
+                    deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One generated request."""
+
+    path: str
+    body: bytes
+    headers: dict[str, str]
+
+
+@contextlib.contextmanager
+def served(*apps: web.Application) -> Iterator[list[str]]:
+    """Run each app on a free loopback port, on one event loop in a background thread; yield the URLs."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fuzz-server", daemon=True)
+    thread.start()
+    runners: list[web.AppRunner] = []
+
+    async def start(app: web.Application) -> str:
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        runners.append(runner)
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+
+    try:
+        yield [asyncio.run_coroutine_threadsafe(start(app), loop).result(60) for app in apps]
+    finally:
+        for runner in reversed(runners):
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(60)
+        asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel and await what is left on the loop (a connection handler the cleanup did not end)."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
+_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40)
+json_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=5)
+                           | st.dictionaries(st.text(max_size=12), inner, max_size=5), max_leaves=25)
+
+
+def _mutated(valid: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """A valid body with some fields replaced by any JSON, removed, or joined by unknown ones."""
+    keys = sorted(valid)
+    return st.builds(
+        lambda swap, drop, extra: {**{k: v for k, v in valid.items() if k not in drop}, **swap, **extra},
+        st.dictionaries(st.sampled_from(keys), json_values, max_size=2),
+        st.sets(st.sampled_from(keys), max_size=2),
+        st.dictionaries(st.text(max_size=8), json_values, max_size=2))
+
+
+def _deep(depth: int, opener: str) -> bytes:
+    if opener == "{":
+        return b'{"a":' * depth + b"1" + b"}" * depth
+    return b"[" * depth
+
+
+def bodies(valid: list[dict[str, Any]]) -> st.SearchStrategy[bytes]:
+    """Bodies: valid ones, mutated ones (alone or batched), any JSON, raw bytes, very deep nesting."""
+    encode: Callable[[Any], bytes] = lambda v: json.dumps(v).encode()  # noqa: E731  (a local shorthand)
+    mutated = st.one_of(*(_mutated(v) for v in valid))
+    return st.one_of(
+        st.sampled_from(valid).map(encode),
+        mutated.map(encode),
+        st.builds(lambda key, items: {key: items}, st.sampled_from(["decisions", "outcomes", "messages"]),
+                  st.lists(mutated | json_values, max_size=4)).map(encode),
+        json_values.map(encode),
+        st.binary(max_size=512),
+        st.builds(_deep, st.integers(100, 120_000), st.sampled_from("{[")),
+    )
+
+
+def headers() -> st.SearchStrategy[dict[str, str]]:
+    """Content types (right, wrong, malformed), content encodings, bearer tokens and odd extra headers."""
+    text = st.text(_TOKEN_CHARS, max_size=30)
+    content_type = st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain",
+                                    "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                                    "application/json; charset=latin-1", "", ";;;", "*/*"]) | text
+    optional = st.fixed_dictionaries({}, optional={
+        # gzip and deflate are left out until the known fault is fixed: a body that is not a whole
+        # stream in them can hang aiohttp's parser or get its plain-text 400 (docs/performance.md)
+        "Content-Encoding": st.sampled_from(["br", "identity", "zstd", "x-bogus"]),
+        "Authorization": st.sampled_from(["Bearer secret-token", "Bearer wrong", "Basic eA=="]) | text,
+        "Accept": st.sampled_from(["application/json", "text/event-stream", "*/*"]) | text,
+        "X-Amzn-SageMaker-Custom-Attributes": text,
+        "X-Fuzz": text,
+    })
+    return st.builds(lambda ct, rest: {"Content-Type": ct, **rest}, content_type, optional)
+
+
+def requests_for(paths: list[str], valid: list[dict[str, Any]]) -> st.SearchStrategy[Probe]:
+    """Requests to one of ``paths`` with generated bodies and headers."""
+    return st.builds(Probe, st.sampled_from(paths), bodies(valid), headers())
+
+
+def send(url: str, method: str, path: str, body: bytes | None = None,
+         hdrs: dict[str, str] | None = None) -> tuple[int, bytes, http.client.HTTPMessage]:
+    """One request over a fresh connection; (status, body, response headers)."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=ANSWER_TIMEOUT_S)
+    try:
+        conn.request(method, path, body=body, headers=hdrs or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read(), resp.headers
+    finally:
+        conn.close()
+
+
+def check_wire_error(body: bytes) -> None:
+    """``{"error": {"code", "message", "field"}}`` with the field named."""
+    error = json.loads(body)["error"]
+    assert isinstance(error["code"], str), error
+    assert isinstance(error["message"], str), error
+    assert isinstance(error["field"], str), error
+    assert error["field"], error
+
+
+def check_answer(url: str, probe: Probe) -> None:
+    """The property: no 5xx; a 4xx is the wire error naming a field."""
+    status, body, _ = send(url, "POST", probe.path, probe.body, probe.headers)
+    assert status < 500, (status, body[:300])
+    if probe.headers.get("Content-Encoding") in PARSER_REFUSED:
+        assert status == 400, (status, body[:300])
+    elif status >= 400:
+        check_wire_error(body)
+
+
+def check_sagemaker_answer(url: str, probe: Probe) -> None:
+    """The property for the InvokeEndpoint emulation: no 5xx; a 4xx is the AWS error form.
+
+    That is a JSON ``message`` and an ``x-amzn-ErrorType`` header; a 424 ``ModelError`` carries the
+    container's wire error, naming a field, in ``OriginalMessage``.
+    """
+    status, body, hdrs = send(url, "POST", probe.path, probe.body, probe.headers)
+    assert status < 500, (status, body[:300])
+    if probe.headers.get("Content-Encoding") in PARSER_REFUSED:
+        assert status == 400, (status, body[:300])
+    elif status >= 400:
+        answer = json.loads(body)
+        assert isinstance(answer["message"], str), answer
+        assert hdrs["x-amzn-ErrorType"], answer
+        if status == 424:
+            check_wire_error(answer["OriginalMessage"].encode())
