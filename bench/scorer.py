@@ -58,7 +58,7 @@ def run_engine(settings: ScorerSettings, decisions: list[Decision]) -> dict[str,
         started = time.perf_counter()
         for d in decisions:
             t = time.perf_counter()
-            responses.append(engine.score(parse_request(d.request("pmi"))))
+            responses.append(engine.score(parse_request(d.request("pmi"))).to_json())
             latencies.append(time.perf_counter() - t)
         wall = time.perf_counter() - started
         stats = engine.stats

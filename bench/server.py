@@ -114,7 +114,7 @@ def run_in_process(bodies: list[dict[str, Any]], threads: int) -> dict[str, Any]
         started = time.perf_counter()
         for body in bodies:
             t = time.perf_counter()
-            responses.append(engine.score(parse_request(body)))
+            responses.append(engine.score(parse_request(body)).to_json())
             latencies.append(time.perf_counter() - t)
         return {"wall": time.perf_counter() - started, "lat": latencies, "responses": responses}
     finally:
