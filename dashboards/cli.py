@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import click
 
@@ -15,10 +15,9 @@ import click
 @click.option("--week", required=True, help="ISO week to review, e.g. 2026-W48.")
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("review.html"),
+    default="review.html",
     show_default=True,
-    help="The HTML report; the Markdown summary goes beside it (.md).",
+    help="The HTML report (a file or s3://bucket/key.html); the Markdown summary goes beside it (.md).",
 )
 @click.option(
     "--config",
@@ -32,7 +31,7 @@ import click
 def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     marts_uri: str,
     week: str,
-    out: Path,
+    out: str,
     config_path: Path | None,
     s3_endpoint: str | None,
     s3_region: str,
@@ -60,12 +59,34 @@ def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
         result = build(load_marts(marts_uri, week, s3_endpoint, s3_region), load_config(config_path))
     except DashboardsError as exc:
         raise click.ClickException(str(exc)) from exc
-    out.write_text(to_html(result), encoding="utf-8")
-    summary = out.with_suffix(".md")
-    summary.write_text(to_markdown(result), encoding="utf-8")
-    click.echo(summary.read_text(encoding="utf-8"))
+    html, markdown = to_html(result), to_markdown(result)
+    summary = _write(out, html, markdown, s3_endpoint, s3_region)
+    click.echo(markdown)
     click.echo(
-        f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and {summary} "
+        f"wrote {out} ({len(html.encode()) / 1e6:.2f} MB) and {summary} "
         f"in {time.perf_counter() - started:.1f} s",
         err=True,
     )
+
+
+def _write(out: str, html: str, markdown: str, s3_endpoint: str | None, s3_region: str) -> str:
+    """Write the report and its summary to files or ``s3://`` objects (each whole); the summary's name."""
+    remote = out.startswith("s3://")
+    summary = "s3://" * remote + str(PurePosixPath(out.removeprefix("s3://")).with_suffix(".md"))
+    if not remote:
+        Path(out).write_text(html, encoding="utf-8")
+        Path(summary).write_text(markdown, encoding="utf-8")
+        return summary
+    from pyarrow import ArrowException  # noqa: PLC0415
+
+    from pipelines.storage import open_root  # noqa: PLC0415
+
+    folder, _, name = out.rpartition("/")
+    root = open_root(folder, s3_endpoint, s3_region)
+    try:
+        for key, text in ((name, html), (summary.rpartition("/")[2], markdown)):
+            with root.fs.open_output_stream(root.join(key)) as stream:
+                stream.write(text.encode())
+    except (ArrowException, OSError) as exc:
+        raise click.ClickException(f"--out: cannot write {out}: {exc}") from exc
+    return summary

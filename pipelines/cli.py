@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,10 +104,10 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
 @click.option("--until", default=None, help="Last ISO week of a range (default: --since).")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=DEFAULT_OUT,
+    default=str(DEFAULT_OUT),
     show_default=True,
-    help="Output root: <out>/<mart>/week=<W>/part-0.parquet and <out>/pipelines.duckdb.",
+    help="Output root: <out>/<mart>/week=<W>/part-0.parquet and <out>/pipelines.duckdb; or s3://b/prefix "
+    "(only the Parquet files, computed in a scratch folder first).",
 )
 @click.option(
     "--as-of", default=None, help="Use outcomes known at this ISO time (default: now). Pin it to rerun."
@@ -125,7 +127,7 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     week: str | None,
     since: str | None,
     until: str | None,
-    out: Path,
+    out: str,
     as_of: str | None,
     prices: tuple[str, ...],
     catalog: Path | None,
@@ -171,7 +173,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
     settings: PipelineSettings,
     root: str,
     weeks: tuple[str, str],
-    out: Path,
+    out: str,
     as_of: str | None,
     price_specs: tuple[str, ...],
 ) -> None:
@@ -179,7 +181,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
     from pipelines.errors import BadArgument  # noqa: PLC0415
     from pipelines.prices import load_prices, parse_overrides  # noqa: PLC0415
     from pipelines.sqlmodels import ORDER  # noqa: PLC0415
-    from pipelines.storage import open_root  # noqa: PLC0415
+    from pipelines.storage import open_root, publish  # noqa: PLC0415
     from pipelines.weeks import week_label, window  # noqa: PLC0415
 
     try:
@@ -191,10 +193,17 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
     )
     table = load_prices(settings.prices_file).with_overrides(parse_overrides(price_specs))
     started = time.perf_counter()
-    with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=sys.stderr) as bar:
-        records = open_root(root, settings.s3_endpoint, settings.s3_region)
-        job = runner.Job(settings, records, span, table, out)
-        result = runner.run(job, on_step=lambda _name: bar.update(1))
+    target = open_root(out, settings.s3_endpoint, settings.s3_region)
+    with contextlib.ExitStack() as stack:
+        folder = Path(target.base) if target.is_local else Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="pipelines-")))
+        with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=sys.stderr) as bar:
+            records = open_root(root, settings.s3_endpoint, settings.s3_region)
+            job = runner.Job(settings, records, span, table, folder)
+            result = runner.run(job, on_step=lambda _name: bar.update(1))
+        if not target.is_local:
+            copied = publish(folder, target, [week_label(m) for m in span.targets()])
+            click.echo(f"copied {copied} Parquet files to {out}")
     for monday in span.targets():
         state = "final" if span.is_mature(monday) else "NOT mature: rerun when late outcomes have arrived"
         click.echo(f"{week_label(monday)}: {state}")

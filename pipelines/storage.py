@@ -50,3 +50,27 @@ def open_root(uri: str, s3_endpoint: str | None = None, s3_region: str = "us-eas
     if "://" in uri:
         raise BadArgument(f"unsupported scheme in {uri!r} (a folder or s3://bucket/prefix)", "root")
     return Root(pafs.LocalFileSystem(), str(Path(uri).resolve()), uri)
+
+
+def publish(local: Path, root: Root, weeks: list[str]) -> int:
+    """Copy ``<mart>/week=<W>/part-0.parquet`` of ``weeks`` from ``local`` under ``root``; files copied.
+
+    Each file is one object written whole (S3 replaces an object atomically), so a reader sees a week's
+    previous file or its new one, never a torn one. The scratch DuckDB file is not copied.
+    """
+    copied = 0
+    for mart in sorted(p for p in local.iterdir() if p.is_dir()):
+        for week in weeks:
+            source = mart / f"week={week}" / "part-0.parquet"
+            if not source.exists():
+                continue
+            target = root.join(mart.name, f"week={week}", "part-0.parquet")
+            try:
+                if root.is_local:
+                    root.fs.create_dir(target.rsplit("/", 1)[0])
+                with root.fs.open_output_stream(target) as out:
+                    out.write(source.read_bytes())
+            except (pa.ArrowException, OSError) as exc:
+                raise BadArgument(f"cannot write {root.uri}/{mart.name}/week={week}: {exc}", "out") from exc
+            copied += 1
+    return copied

@@ -159,3 +159,43 @@ def system_info() -> None:
     from scorer import runtime  # noqa: PLC0415
 
     click.echo(f"{runtime.ggml_commit()} | {runtime.system_info()}")
+
+
+@click.command("release-record")
+@click.argument("model_path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--image-digest", required=True, help="The scorer image's digest (sha256:...), as deployed.")
+@click.option("--normalization", type=click.Choice(["none", "per_token", "per_char", "pmi"]),
+              default="pmi", show_default=True, help="The normalization the catalog asks this release for.")
+@click.option("--source-revision", default=None,
+              help="Where the weights came from (repo@revision); default: GGUF general.source.* metadata.")
+@click.option("--instance-type", "instance_types", multiple=True,
+              help="The instance type it will run on (SCORER_INSTANCE_TYPE); repeat for instance pools.")
+def release_record(model_path: Path, image_digest: str, normalization: str, source_revision: str | None,
+                   instance_types: tuple[str, ...]) -> None:
+    """Load MODEL_PATH with the scorer's settings and print its release record (JSON) on stdout.
+
+    Every SCORER_* setting that changes a score (threads, offload, context, KV type, flash attention)
+    is taken as the deployed scorer will have it: run this with the endpoint's settings, on the device
+    type it will run on. `serve` with SCORER_RELEASE_RECORD=release.json refuses to start otherwise.
+
+    \b
+    Example:
+      SCORER_N_THREADS=16 semif-shadow release-record model.gguf \\
+          --image-digest sha256:0123... --instance-type ml.g6e.xlarge --instance-type ml.g5.2xlarge \\
+          > release.json
+    """
+    from contracts.settings import build_settings  # noqa: PLC0415
+    from scorer import release  # noqa: PLC0415
+    from scorer.engine import Engine  # noqa: PLC0415
+    from scorer.settings import ScorerSettings  # noqa: PLC0415
+
+    settings = build_settings(ScorerSettings, {
+        "model_path": ("MODEL_PATH", model_path), "image_digest": ("--image-digest", image_digest),
+    })
+    engine = Engine.from_settings(settings)
+    try:
+        record = release.build(engine, normalization=normalization, source_revision=source_revision,
+                               instance_types=instance_types)
+    finally:
+        engine.close()
+    click.echo(json.dumps(record, indent=2, sort_keys=True))

@@ -133,10 +133,10 @@ class LlamaRuntime:
             raise RuntimeFailure("detokenize buffer too small")
         return out.raw[:n].decode("utf-8", "ignore")
 
-    def piece(self, token: int) -> bytes:
-        """The bytes of one token (may be part of a UTF-8 character)."""
+    def piece(self, token: int, *, special: bool = False) -> bytes:
+        """The bytes of one token (may be part of a UTF-8 character); ``special`` renders control tokens."""
         buf = ctypes.create_string_buffer(64)
-        n = llama_cpp.llama_token_to_piece(self._vocab, token, buf, 64, 0, False)  # noqa: FBT003
+        n = llama_cpp.llama_token_to_piece(self._vocab, token, buf, 64, 0, special)
         return buf.raw[: max(n, 0)]
 
     def is_eog(self, token: int) -> bool:

@@ -47,6 +47,14 @@ class ScorerSettings(BaseSettings):
     image_digest: str | None = Field(
         default=None, description="container image digest, recorded in the identity"
     )
+    release_record: Path | None = Field(
+        default=None,
+        description="release.json from `semif-shadow release-record`: serve refuses to start unless the "
+        "loaded model is exactly that release",
+    )
+    release_record_sha256: str | None = Field(
+        default=None, pattern="^[0-9a-fA-F]{64}$", description="the release record file's own sha256, checked"
+    )
     # -- the HTTP server (`semif-shadow serve`, bare `serve`) ------------------------------------
     host: str = Field(default="127.0.0.1", description="listen address (the SageMaker image sets 0.0.0.0)")
     port: int = Field(default=8080, ge=1, le=65535, description="listen port (SageMaker: 8080)")

@@ -21,7 +21,9 @@ from semif_shadow import logs
 COMMANDS = {
     "demo": ("scorer.demo", "demo", "Score sample support tickets with the embedded model."),
     "score": ("scorer.cli", "score", "Score one decision in-process (SemIf request JSON or flags)."),
+    "infra": ("semif_shadow.infra", "infra", "Fill CloudFormation parameters from the release record."),
     "model": ("scorer.cli", "model", "The scorer's model: identity, llama.cpp build."),
+    "release-record": ("scorer.cli", "release_record", "The release record a deployed scorer must match."),
     "serve": ("scorer.server.main", "serve", "Run the SageMaker-compatible SemIf scorer server."),
     "sidecar": ("shadow.cli", "sidecar", "Run the shadow sidecar, or check a decision catalog."),
     "records": ("shadow.records.cli", "records", "Inspect and compact the shadow records."),

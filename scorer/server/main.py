@@ -8,11 +8,17 @@ or fail with 503 `not_ready`, the model is freed, and the process exits 0.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import click
 
 from contracts.settings import build_settings
 from scorer.settings import ScorerSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scorer.engine import Engine
 
 
 def run(settings: ScorerSettings) -> None:
@@ -22,8 +28,9 @@ def run(settings: ScorerSettings) -> None:
     from scorer.server.app import init_app  # noqa: PLC0415
 
     logging.getLogger("scorer").setLevel(logging.INFO)
+    app = init_app(settings) if settings.release_record is None else init_app(settings, _released(settings))
     web.run_app(
-        init_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         access_log=None,
@@ -31,6 +38,28 @@ def run(settings: ScorerSettings) -> None:
         print=None,
         handle_signals=True,
     )
+
+
+def _released(settings: ScorerSettings) -> Callable[[ScorerSettings], Engine]:
+    """Load the model now and check it against the release record; refuse to start on any difference.
+
+    With a record the model loads before the port is bound (nothing answers `/ping` until it matches),
+    and a mismatch is a ``SettingsError``: one line naming every differing field, exit code 2.
+    """
+    from scorer import release  # noqa: PLC0415
+    from scorer.engine import Engine  # noqa: PLC0415
+
+    assert settings.release_record is not None
+    record = release.load(settings.release_record, settings.release_record_sha256)
+    engine = Engine.from_settings(settings)
+    try:
+        release.enforce(record, engine, settings.release_record)
+    except BaseException:
+        engine.close()
+        raise
+    logging.getLogger("scorer").info("release record %s matches: identity %s", settings.release_record,
+                                     record["model_identity_sha256"][:12])
+    return lambda _settings: engine
 
 
 @click.command("serve")
