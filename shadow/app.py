@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = None) -> web.Application:
     """The mirror API application (``/v1/decisions``, ``/v1/outcomes``, ``/metrics``, ``/healthz``)."""
-    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes,
+                          handler_args={"auto_decompress": False})  # api.views decodes, capped
     app[SETTINGS] = settings
     app[CATALOG] = load_catalog(settings.catalog)
     app[METRICS] = Metrics()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from shadow.errors import RequestError
+from contracts.errors import WireError
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Handler
@@ -24,10 +24,13 @@ def error_body(status: int, code: str, message: str, field: str | None = None) -
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Render `RequestError` and aiohttp's HTTP errors as JSON; log anything else as a 500."""
+    """Render wire errors (`RequestError`, the contracts' body decoding) and aiohttp's HTTP errors as JSON.
+
+    Anything else is logged as a 500.
+    """
     try:
         return await handler(request)
-    except RequestError as exc:
+    except WireError as exc:
         return web.json_response(exc.to_json(), status=exc.status)
     except web.HTTPException as exc:
         if exc.status < 400:
