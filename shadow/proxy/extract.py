@@ -182,6 +182,10 @@ class MirrorHooks:
         """Count them in ``shadow_proxy_unmirrored_total``."""
         self.metrics.proxy_unmirrored.labels(reason).inc(n)
 
+    def refused(self, reason: str) -> None:
+        """Count it in ``shadow_proxy_connections_refused_total``."""
+        self.metrics.proxy_refused.labels(reason).inc()
+
 
 def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
     """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
