@@ -1,4 +1,4 @@
-"""One error middleware: refusals become ``{"error": {"code", "message", "field"}}``; the rest is logged."""
+"""The API's middlewares: a log budget per request; errors as ``{"error": {"code", "message", "field"}}``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from contracts.errors import WireError
+from shadow.keys import SETTINGS
+from shadow.log_budget import request_budget
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Handler
@@ -20,6 +22,14 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 def error_body(status: int, code: str, message: str, field: str | None = None) -> web.Response:
     """A JSON error response."""
     return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
+
+
+@web.middleware
+async def log_budget_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Whatever the request makes the sidecar log is bounded (`shadow.log_budget`)."""
+    settings = request.app[SETTINGS]
+    with request_budget(settings.log_request_max_lines, settings.log_request_max_bytes):
+        return await handler(request)
 
 
 @web.middleware
