@@ -72,10 +72,9 @@ class BudgetFilter(logging.Filter):
             budget.dropped += 1
             self.on_drop()
             return False
-        if record.exc_info:  # render the traceback once, to count it (the formatter reuses the text)
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-            record.exc_info = None
         size = len(record.getMessage()) + len(record.exc_text or "")
+        if record.exc_info:  # measured only: the scrub filter must still see (and scrub) the traceback
+            size += len(logging.Formatter().formatException(record.exc_info))
         if budget.lines < budget.max_lines and budget.size + size <= budget.max_bytes:
             budget.lines += 1
             budget.size += size
@@ -85,6 +84,7 @@ class BudgetFilter(logging.Filter):
         record.msg = (f"log budget of this request spent ({budget.lines} lines, {budget.size} bytes; "
                       f"at most {budget.max_lines} lines, {budget.max_bytes} bytes): further lines dropped")
         record.args = None
+        record.exc_info = None
         record.exc_text = None
         record.__dict__.pop("fields", None)
         return True
