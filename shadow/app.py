@@ -1,5 +1,6 @@
 """The sidecar application: `init_app()` builds the mirror API; every resource lives in a cleanup context.
 
+    log budget   a filter on the process's log handlers: what one request may log (`shadow.log_budget`)
     runtimes     the catalog made live; backends started (models loaded, client sessions opened); the
                  log scrub filter installed on the process's log handlers
     records      the durable record store (``shadow.records``) and the recorder's writer task
@@ -21,11 +22,12 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from contracts.catalog import load_catalog
-from shadow.api.middlewares import error_middleware
+from shadow.api.middlewares import error_middleware, log_budget_middleware
 from shadow.api.routes import setup_routes
 from shadow.dispatch import Dispatcher
 from shadow.keys import CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.live_catalog import build_runtimes
+from shadow.log_budget import install_budget_filter
 from shadow.metrics import Metrics
 from shadow.mirror import Limits, Mirror
 from shadow.proposals import RowStamp
@@ -42,10 +44,13 @@ if TYPE_CHECKING:
 
 def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = None) -> web.Application:
     """The mirror API application (``/v1/decisions``, ``/v1/outcomes``, ``/metrics``, ``/healthz``)."""
-    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app = web.Application(middlewares=[log_budget_middleware, error_middleware],
+                          client_max_size=settings.max_body_bytes,
+                          handler_args={"auto_decompress": False})  # api.views decodes, capped
     app[SETTINGS] = settings
     app[CATALOG] = load_catalog(settings.catalog)
     app[METRICS] = Metrics()
+    app.cleanup_ctx.append(_log_budget_ctx)
     app.cleanup_ctx.append(_runtimes_ctx(scorer_settings))
     app.cleanup_ctx.append(_records_ctx)
     app.cleanup_ctx.append(_mirror_ctx)
@@ -53,6 +58,14 @@ def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = 
     app.cleanup_ctx.append(_gc_ctx)
     setup_routes(app)
     return app
+
+
+async def _log_budget_ctx(app: web.Application) -> AsyncIterator[None]:
+    remove = install_budget_filter(app[METRICS].log_dropped.inc)  # first: a dropped record is not scrubbed
+    try:
+        yield
+    finally:
+        remove()
 
 
 def _runtimes_ctx(scorer_settings: ScorerSettings | None) -> Callable[[web.Application], AsyncIterator[None]]:

@@ -62,6 +62,11 @@ class Metrics:
         self.proxy_unmirrored = Counter("shadow_proxy_unmirrored", "Proxied requests not mirrored",
                                         ["reason"],
                                         registry=r)
+        self.proxy_refused = Counter("shadow_proxy_connections_refused",
+                                     "Client connections closed on arrival, unserved, by reason", ["reason"],
+                                     registry=r)
+        self.log_dropped = Counter("shadow_log_lines_dropped", "Log lines over a request's log budget",
+                                   registry=r)
         self.relay_health: dict[str, int] = {}
         """The relay process's last report (connections, fds, fd_limit) plus restarts; /healthz shows it."""
 

@@ -54,4 +54,7 @@ class ShadowSettings(BaseSettings):
     redaction_key: SecretStr | None = Field(default=None, description="HMAC key for hashed state fields")
     gc_tuning: bool = Field(default=True, description="freeze start-up objects, collect less often")
     gc_threshold: int = Field(default=50_000, ge=700, description="allocations between young collections")
+    log_request_max_lines: int = Field(default=20, ge=1, description="log lines one request may write")
+    log_request_max_bytes: int = Field(
+        default=65536, ge=1024, description="log bytes (messages, tracebacks) one request may write")
     shutdown_grace_s: float = Field(default=5.0, ge=0, description="in-flight calls get this on shutdown")

@@ -25,6 +25,7 @@ def init_app(
     """Build the app; the model starts loading when the app starts (`/ping` answers 503 until then)."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
+        handler_args={"auto_decompress": False},  # bodies are decoded, capped, in views.read_json
         middlewares=[_count_requests, error_middleware(settings.retry_after_s)],
     )
     app[SETTINGS] = settings

@@ -9,6 +9,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from contracts.encoding import decode_body
 from contracts.errors import InvalidRequest
 from contracts.semif import decode_json, parse_request
 from scorer.errors import NotReady
@@ -44,15 +45,20 @@ async def dispatch(request: web.Request, payload: dict[str, Any]) -> web.StreamR
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
-    """The body as a JSON object: 415 on another content type, 413 over the cap, 400 on bad JSON."""
+    """The body as a JSON object: 415 on another content type or coding, 413 over the cap, 400 on bad JSON.
+
+    The cap holds for the body as sent and as decoded from its ``Content-Encoding`` (`decode_body`).
+    """
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(
             reason=f"Content-Type must be application/json, not {request.content_type or 'none'}"
         )
     try:
         body = await request.read()  # client_max_size caps it (413)
-    except RequestPayloadError as exc:  # a Content-Encoding the body is not in, a torn chunked body
+    except RequestPayloadError as exc:  # a torn chunked body
         raise InvalidRequest(f"body cannot be read: {exc}", field="body") from exc
+    cap = request.app[SETTINGS].max_body_bytes
+    body = decode_body(body, request.headers.get("Content-Encoding", ""), cap)
     payload = decode_json(body)
     if not isinstance(payload, dict):
         raise InvalidRequest("request body must be a JSON object", field="body")

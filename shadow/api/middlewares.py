@@ -1,4 +1,4 @@
-"""One error middleware: refusals become ``{"error": {"code", "message", "field"}}``; the rest is logged."""
+"""The API's middlewares: a log budget per request; errors as ``{"error": {"code", "message", "field"}}``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from shadow.errors import RequestError
+from contracts.errors import WireError
+from shadow.keys import SETTINGS
+from shadow.log_budget import request_budget
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Handler
@@ -23,11 +25,22 @@ def error_body(status: int, code: str, message: str, field: str | None = None) -
 
 
 @web.middleware
+async def log_budget_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Whatever the request makes the sidecar log is bounded (`shadow.log_budget`)."""
+    settings = request.app[SETTINGS]
+    with request_budget(settings.log_request_max_lines, settings.log_request_max_bytes):
+        return await handler(request)
+
+
+@web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Render `RequestError` and aiohttp's HTTP errors as JSON; log anything else as a 500."""
+    """Render wire errors (`RequestError`, the contracts' body decoding) and aiohttp's HTTP errors as JSON.
+
+    Anything else is logged as a 500.
+    """
     try:
         return await handler(request)
-    except RequestError as exc:
+    except WireError as exc:
         return web.json_response(exc.to_json(), status=exc.status)
     except web.HTTPException as exc:
         if exc.status < 400:

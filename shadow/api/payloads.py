@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contracts.errors import InvalidRequest
 from contracts.semif import decode_json, format_loc
 from shadow.errors import RequestError
+
+if TYPE_CHECKING:
+    from contracts.catalog import StateSpec
 
 MAX_BATCH = 1000
 _M = TypeVar("_M", bound=BaseModel)
@@ -89,6 +92,19 @@ def refuse_lone_surrogates(body: bytes, items: list[DecisionIn], prefix: str) ->
         except UnicodeEncodeError as exc:
             field = prefix.format(i) + "state"
             raise RequestError(f"{field}: holds a lone UTF-16 surrogate", field=field) from exc
+
+
+def refuse_unredactable(items: list[DecisionIn], rules: list[StateSpec], prefix: str) -> None:
+    """A 400 naming the first string ``state`` of a type with redaction rules.
+
+    ``include``, ``remove`` and ``hash`` work on an object's fields; a string would be stored raw.
+    """
+    for i, (item, spec) in enumerate(zip(items, rules, strict=True)):
+        if isinstance(item.state, str) and (spec.include or spec.remove or spec.hash):
+            field = prefix.format(i) + "state"
+            msg = (f"{field}: must be an object: the decision type has state rules (include, remove, hash) "
+                   "that a string would bypass")
+            raise RequestError(msg, field=field)
 
 
 def _validate(model: type[_M], data: Any) -> _M:

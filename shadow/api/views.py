@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from contracts.encoding import decode_body
 from shadow.api import payloads
 from shadow.errors import RequestError, StoreUnavailable, Unauthorized
-from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
+from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.mirror import Offer
 
 if TYPE_CHECKING:
@@ -36,11 +37,16 @@ def _runtime(request: web.Request, name: str, field: str) -> DecisionRuntime:
 
 
 async def _read(request: web.Request) -> bytes:
-    """The body (capped by ``SHADOW_MAX_BODY_BYTES``: 413); one that cannot be read is a 400 on ``body``."""
+    """The body, decoded from its ``Content-Encoding``; one that cannot be read is a 400 on ``body``.
+
+    ``SHADOW_MAX_BODY_BYTES`` caps it as sent and as decoded (413); an unknown coding is a 415.
+    """
     try:
-        return await request.read()
-    except RequestPayloadError as exc:  # a Content-Encoding the body is not in, a torn chunked body
+        body = await request.read()
+    except RequestPayloadError as exc:  # a torn chunked body
         raise RequestError(f"body cannot be read: {exc}", field="body") from exc
+    cap = request.app[SETTINGS].max_body_bytes
+    return decode_body(body, request.headers.get("Content-Encoding", ""), cap)
 
 
 async def post_decisions(request: web.Request) -> web.Response:
@@ -50,6 +56,7 @@ async def post_decisions(request: web.Request) -> web.Response:
     payloads.refuse_lone_surrogates(body, items, prefix)
     runtimes = [_runtime(request, it.decision_type, prefix.format(i) + "decision_type")
                 for i, it in enumerate(items)]
+    payloads.refuse_unredactable(items, [rt.dtype.state for rt in runtimes], prefix)
     size = max(1, len(body) // len(items))
     reasons = await request.app[MIRROR].offer_durably(
         [Offer(rt, item.decision_id, item.state, size) for item, rt in zip(items, runtimes, strict=True)])

@@ -78,6 +78,7 @@ class ChannelHooks:
         self.limit = limit
         self.answered_by_class: dict[str, int] = {}
         self.unmirrored_by_reason: dict[str, int] = {}
+        self.refused_by_reason: dict[str, int] = {}
 
     def answered(self, status: int) -> None:
         """Counted here, sent with the next counters frame."""
@@ -97,11 +98,16 @@ class ChannelHooks:
         """Counted here, sent with the next counters frame."""
         self.unmirrored_by_reason[reason] = self.unmirrored_by_reason.get(reason, 0) + n
 
+    def refused(self, reason: str) -> None:
+        """Counted here, sent with the next counters frame."""
+        self.refused_by_reason[reason] = self.refused_by_reason.get(reason, 0) + 1
+
     def send_counters(self, health: dict[str, int] | None = None) -> None:
         """One ``C`` frame with every counter so far, and the relay's health gauges."""
         if not self.transport.is_closing():
             self.transport.write(encode_json(b"C", {"answered": self.answered_by_class,
                                                     "unmirrored": self.unmirrored_by_reason,
+                                                    "refused": self.refused_by_reason,
                                                     "health": health or {}}))
 
 

@@ -21,8 +21,7 @@ from shadow.proxy.framing import Framer, Message
 if TYPE_CHECKING:
     from shadow.proxy.relay import ProxyServer
 
-CONNECT_BUFFER = 1024 * 1024
-"""Client bytes held while the upstream connection opens; reading pauses beyond this."""
+CONNECT_BUFFER = 1024 * 1024  # client bytes held while the upstream connection opens; reading pauses beyond
 KEPT_PER_CONNECTION = 4  # requests awaiting an answer whose bodies are copied; pipelined beyond: not
 
 
@@ -87,6 +86,7 @@ class Connection:
         self.client = transport
         if len(self.server.connections) >= self.server.config.max_connections:
             transport.abort()
+            self.server.hooks.refused("connection_cap")
             return
         self.server.connections.add(self)
         _nodelay(transport)

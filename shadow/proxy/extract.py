@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from multidict import CIMultiDict
 
-from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES
+from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
+from shadow.log_budget import request_budget
 from shadow.proxy.connection import request_path
 from shadow.state import get_path
 
@@ -182,6 +183,10 @@ class MirrorHooks:
         """Count them in ``shadow_proxy_unmirrored_total``."""
         self.metrics.proxy_unmirrored.labels(reason).inc(n)
 
+    def refused(self, reason: str) -> None:
+        """Count it in ``shadow_proxy_connections_refused_total``."""
+        self.metrics.proxy_refused.labels(reason).inc()
+
 
 def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
     """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
@@ -189,10 +194,12 @@ def mirror_messages(core: web.Application, request: Message, response: Message) 
     path = request_path(target)
     exchange = Exchange(method, path, CIMultiDict(request.headers), request.body, response.status,
                         CIMultiDict(response.headers), response.body)
-    try:
-        mirror_exchange(core, exchange)
-    except Exception:
-        log.exception("mirroring %s %s failed", method, path)
-        core[METRICS].proxy_unmirrored.labels("internal_error").inc()
+    settings = core[SETTINGS]
+    with request_budget(settings.log_request_max_lines, settings.log_request_max_bytes):
+        try:
+            mirror_exchange(core, exchange)
+        except Exception:
+            log.exception("mirroring %s %s failed", method, path)
+            core[METRICS].proxy_unmirrored.labels("internal_error").inc()
 
 

@@ -5,8 +5,7 @@ finds each message's head and body (Content-Length, chunked, or until close), ke
 to a cap for the mirror, and says when a message is complete. It never produces bytes to send.
 
 Anything it cannot follow (a malformed head, a head over the limit, an upgraded or CONNECT tunnel) turns
-the framer off for the rest of the connection (``framer.off`` names why): the bytes still flow, they are
-just no longer mirrored. Transparency comes first.
+the framer off for the rest of the connection (``framer.off`` names why): the bytes flow on, unmirrored.
 
 It is at least as strict as the strictest upstream it may sit in front of, and never guesses: where a
 real parser (llhttp, h11, nginx) could read the bytes differently, it stops. Lines end only in CRLF (a
@@ -107,8 +106,8 @@ class Framer:
     response framer asks ``request_method()`` for the method of the request each response answers (a
     HEAD response has no body; a 2xx to CONNECT opens a tunnel). When one feed holds several responses,
     the answer must move on as each one completes: pass ``on_message``, which receives every completed
-    message at once, before the next head is framed (``feed`` then returns nothing). A head still
-    arriving is buffered, and only its new bytes are searched (no quadratic re-scan).
+    message at once, before the next head is framed (``feed`` then returns nothing). A head still arriving
+    is buffered and only its new bytes are searched: ``searched`` counts bytes searched, linear in the head.
     """
 
     def __init__(self, kind: Literal["request", "response"], keep: int, *,  # noqa: PLR0913  (keyword-only hooks)
@@ -125,7 +124,7 @@ class Framer:
         self.off: str | None = None
         self._state = _State.HEAD
         self._buf = bytearray()
-        self._scanned = 0
+        self._scanned = self.searched = 0
         self._remaining = 0
         self._message: Message | None = None
         self._body = _Body(keep)
@@ -155,8 +154,7 @@ class Framer:
 
     def stop(self, reason: str) -> None:
         """Stop framing this connection (its bytes keep flowing; they are no longer mirrored)."""
-        if self.off is None:
-            self.off = reason
+        self.off = self.off or reason
         self._state = _State.OFF
         self._buf = bytearray()
         self._message = None
@@ -170,6 +168,7 @@ class Framer:
         if self._buf:  # a head or line is still arriving: search only the new bytes for its end
             marker = HEAD_END if self._state is _State.HEAD else CRLF
             self._buf += data
+            self.searched += len(self._buf) - self._scanned
             if self._buf.find(marker, self._scanned) < 0:
                 self._waiting(marker)
                 return
@@ -177,8 +176,7 @@ class Framer:
             self._buf = bytearray()
         else:
             buf = data
-        pos = 0
-        end = len(buf)
+        pos, end = 0, len(buf)
         while pos < end:
             state = self._state
             if state is _State.HEAD:
@@ -200,6 +198,7 @@ class Framer:
         limit, what = (self.head_limit, "head_too_large") if marker is HEAD_END else (1024, "chunk_line_long")
         if len(self._buf) > limit:
             raise FramingError(f"{self.kind}_{what}")
+        self.searched += len(self._buf) - max(0, self._scanned - 1)
         if _BARE_EOL.search(self._buf, max(0, self._scanned - 1)):  # off now, not when the head ends
             raise FramingError(f"unparsed_{self.kind}")
         self._scanned = max(0, len(self._buf) - len(marker) + 1)
@@ -219,6 +218,7 @@ class Framer:
     def _find(self, buf: bytes, marker: bytes, pos: int) -> int:
         """Where ``marker`` is; -1 (the rest kept for the next feed) when it has not arrived yet."""
         found = buf.find(marker, pos)
+        self.searched += (len(buf) if found < 0 else found + len(marker)) - pos
         if found < 0:
             self._buf = bytearray(memoryview(buf)[pos:])
             self._waiting(marker)

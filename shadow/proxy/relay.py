@@ -75,7 +75,7 @@ class ProxyConfig:
 
 
 class ProxyHooks(Protocol):
-    """Where the relay reports: answered requests, exchanges to mirror, exchanges it could not mirror."""
+    """Where the relay reports: answered requests, exchanges to mirror or not, connections refused."""
 
     def answered(self, status: int) -> None:
         """One response went to the client (or a 502/504 in place of one)."""
@@ -85,6 +85,9 @@ class ProxyHooks(Protocol):
 
     def unmirrored(self, reason: str, n: int = 1) -> None:
         """Requests on a claimed route that will not be mirrored, and why."""
+
+    def refused(self, reason: str) -> None:
+        """A client connection closed on arrival, unserved (``connection_cap``)."""
 
 
 class ProxyServer:

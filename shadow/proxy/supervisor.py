@@ -102,7 +102,8 @@ class _ChannelReader(asyncio.Protocol):
                 delta = total - self.seen.get((group, label), 0)
                 self.seen[(group, label)] = total
                 if delta > 0:
-                    family = metrics.proxy_requests if group == "answered" else metrics.proxy_unmirrored
+                    family = {"answered": metrics.proxy_requests, "refused": metrics.proxy_refused}.get(
+                        group, metrics.proxy_unmirrored)
                     family.labels(label).inc(delta)
 
 

@@ -75,7 +75,8 @@ def decide(sidecar: str) -> None:
     """Mirror three decisions through the sidecar's API so its per-type series exist."""
     body = {
         "decisions": [
-            {"decision_type": "tickets", "decision_id": f"d-{i}", "state": "charged twice"} for i in range(3)
+            {"decision_type": "tickets", "decision_id": f"d-{i}", "state": {"text": "charged twice"}}
+            for i in range(3)
         ]
     }
     request = urllib.request.Request(  # noqa: S310  (loopback)

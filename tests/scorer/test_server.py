@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import json
 import threading
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -189,6 +191,35 @@ async def test_bad_requests_are_4xx_naming_the_field(
     error = (await response.json())["error"]
     assert error["field"] == field
     assert (await client.get("/ping")).status == 200
+
+
+_SEMIF = json.dumps(DECISION).encode()
+ENCODED = [
+    ("whole gzip", gzip.compress(_SEMIF), "gzip", 200, None),
+    ("whole deflate", zlib.compress(_SEMIF), "deflate", 200, None),
+    ("gzip cut short", gzip.compress(_SEMIF)[:-9], "gzip", 400, "body"),
+    ("deflate cut short", zlib.compress(_SEMIF)[:30], "deflate", 400, "body"),
+    ("empty gzip", b"", "gzip", 400, "body"),
+    ("gzip bomb", gzip.compress(bytes(32 << 20)), "gzip", 413, "body"),
+    ("brotli", _SEMIF, "br", 415, "Content-Encoding"),
+]
+
+
+async def test_compressed_bodies_decode_under_the_cap(client: TestClient) -> None:
+    """A body in gzip or deflate is scored; one cut short is a 400, a bomb a 413 (both on ``body``).
+
+    An unknown coding is a 415 on ``Content-Encoding``. aiohttp's own decoder is off: it hung, or gave a
+    plain-text 400, on a stream cut short. One server for every case (the model loads once).
+    """
+    for case, body, coding, status, field in ENCODED:
+        response = await client.post("/invocations", data=io.BytesIO(body),
+                                     headers={"Content-Type": "application/json", "Content-Encoding": coding})
+        assert response.status == status, case
+        answer = await response.json()
+        if field is None:
+            assert answer["decision_id"] == "d-1", case
+        else:
+            assert answer["error"]["field"] == field, case
 
 
 async def test_prompt_too_long_is_a_400(model_path: Path, aiohttp_client: ClientFactory) -> None:

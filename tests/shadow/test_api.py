@@ -30,14 +30,15 @@ async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_pa
     """A batch answers 202 per decision.
 
     An outcome answers 200 once stored; both appear in the records with the state redacted (email removed,
-    customer id HMAC-hashed).
+    customer id HMAC-hashed). A type without state rules keeps a string state as sent.
     """
-    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url),
+                                       "notes": ticket_type(scorer_url, state={"store": True}, proxy=None)})
     async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
         state = {"subject": "refund", "email": "a@b.c", "customer_id": 42}
         status, body = await post(f"{url}/v1/decisions", {"decisions": [
             {"decision_type": "tickets", "decision_id": "b-1", "state": state},
-            {"decision_type": "tickets", "decision_id": "b-2", "state": "free text"}]})
+            {"decision_type": "notes", "decision_id": "b-2", "state": "free text"}]})
         assert status == 202
         assert body["queued"] == 2
         assert [d["decision_id"] for d in body["decisions"]] == ["b-1", "b-2"]
@@ -56,19 +57,27 @@ async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_pa
 
 
 @pytest.mark.parametrize(("payload", "field", "status"), [
-    ({"decision_type": "tickets", "state": "x"}, "decision_id", 400),
-    ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": "x"},
-                    {"decision_type": "nope", "decision_id": "b", "state": "x"}]},
+    ({"decision_type": "tickets", "state": {"text": "x"}}, "decision_id", 400),
+    ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": {"text": "x"}},
+                    {"decision_type": "nope", "decision_id": "b", "state": {"text": "x"}}]},
      "decisions[1].decision_type", 400),
     ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": 5}]},
      "decisions[0].state", 400),
-    ({"decision_type": "tickets", "decision_id": "a", "state": "x", "extra": 1}, "extra", 400),
-    ({"decision_type": "tickets", "decision_id": "x" * 129, "state": "x"}, "decision_id", 400),
+    ({"decision_type": "tickets", "decision_id": "a", "state": {"text": "x"}, "extra": 1}, "extra", 400),
+    ({"decision_type": "tickets", "decision_id": "x" * 129, "state": {"text": "x"}}, "decision_id", 400),
     ({"decisions": []}, "decisions", 400),
+    ({"decision_type": "tickets", "decision_id": "a", "state": "email a@b.c"}, "state", 400),
+    ({"decisions": [{"decision_type": "tickets", "decision_id": "a", "state": {"text": "x"}},
+                    {"decision_type": "tickets", "decision_id": "b", "state": "email a@b.c"}]},
+     "decisions[1].state", 400),
 ])
 async def test_bad_decisions_get_400_naming_the_field(payload: Any, field: str, status: int,
                                                       scorer_url: str, tmp_path: Path) -> None:
-    """Schema violations answer a JSON error whose ``field`` points at the culprit; nothing is queued."""
+    """Schema violations answer a JSON error whose ``field`` points at the culprit; nothing is queued.
+
+    So does a string state for a type with state rules: ``remove`` and ``hash`` need an object's fields,
+    and a string would be stored raw (the email in it reaching the records).
+    """
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
     async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
         got_status, body = await post(f"{url}/v1/decisions", payload)
@@ -116,7 +125,7 @@ async def test_bearer_token_per_decision_type(scorer_url: str, tmp_path: Path,
     monkeypatch.setenv("TICKETS_TOKEN", "s3cret")
     dtype = ticket_type(scorer_url, auth_token_env="TICKETS_TOKEN")  # noqa: S106  (an env var's name)
     catalog = write_catalog(tmp_path, {"tickets": dtype})
-    decision = {"decision_type": "tickets", "decision_id": "a-1", "state": "x"}
+    decision = {"decision_type": "tickets", "decision_id": "a-1", "state": {"text": "x"}}
     async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
         status, body = await post(f"{url}/v1/decisions", decision)
         assert (status, body["error"]["code"]) == (401, "unauthorized")
@@ -131,7 +140,7 @@ async def test_metrics_and_healthz(scorer_url: str, tmp_path: Path) -> None:
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, sampling={"rate": 0.5})})
     async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app), aiohttp.ClientSession() as s:
         for i in range(40):
-            decision = {"decision_type": "tickets", "decision_id": f"m-{i}", "state": "x"}
+            decision = {"decision_type": "tickets", "decision_id": f"m-{i}", "state": {"text": "x"}}
             await post(f"{url}/v1/decisions", decision)
         async with s.get(f"{url}/healthz") as resp:
             health = await resp.json()

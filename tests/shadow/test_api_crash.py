@@ -53,7 +53,7 @@ async def client(url: str, ledger: Ledger, stop: asyncio.Event) -> None:
     async with aiohttp.ClientSession(timeout=timeout) as session:
         while not stop.is_set():
             ids = ledger.batch()
-            decisions = [{"decision_type": "tickets", "decision_id": i, "state": "x"} for i in ids]
+            decisions = [{"decision_type": "tickets", "decision_id": i, "state": {"text": "x"}} for i in ids]
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                 async with session.post(f"{url}/v1/decisions", json={"decisions": decisions}) as resp:
                     answer = await resp.json()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 VALID = [
     {"decision_type": "tickets", "decision_id": "t-1", "state": {"subject": "refund", "email": "a@b.c"}},
-    {"decision_type": "guarded", "decision_id": "g-1", "state": "free text"},
+    {"decision_type": "guarded", "decision_id": "g-1", "state": {"text": "free text"}},
     {"decision_type": "tickets", "decision_id": "t-1", "outcome": "billing",
      "outcome_at": "2026-12-01T10:00:00"},
     {"decision_type": "guarded", "decision_id": "g-1", "outcome": "review", "source": "crm"},

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import logging
+import zlib
 from typing import TYPE_CHECKING
 
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
@@ -77,3 +79,26 @@ async def test_a_deeply_nested_body_is_one_refusal_and_no_traceback(
         status, answer = await post(f"{url}/v1/decisions", None, data=b"[" * 100_000 + b"]" * 100_000)
     assert (status, answer["error"]["field"]) == (400, "body")
     assert [r for r in caplog.records if r.exc_info] == []
+
+
+async def test_compressed_bodies_decode_under_the_cap(scorer_url: str, tmp_path: Path) -> None:
+    """Bodies in gzip or deflate are decoded by the API itself, with the body cap on the decoded size.
+
+    A whole stream is queued; one cut short (which hung aiohttp's own decoder) is a 400 on ``body``; a
+    bomb (32 MiB of zeros in 32 KiB) is a 413 on ``body``; an unknown coding is a 415 on
+    ``Content-Encoding``. Only the whole one becomes a row.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    plain = b'{"decision_type": "tickets", "decision_id": "%s", "state": {"subject": "x"}}'
+    cases = [(gzip.compress(plain % b"z-1"), "gzip", 202, None),
+             (zlib.compress(plain % b"z-2"), "deflate", 202, None),
+             (gzip.compress(plain % b"z-3")[:-9], "gzip", 400, "body"),
+             (gzip.compress(bytes(32 << 20)), "gzip", 413, "body"),
+             (plain % b"z-4", "br", 415, "Content-Encoding")]
+    async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
+        for data, coding, want, field in cases:
+            hdrs = {"Content-Type": "application/json", "Content-Encoding": coding}
+            status, answer = await post(f"{url}/v1/decisions", None, data=data, headers=hdrs)
+            assert status == want, (coding, answer)
+            assert field is None or answer["error"]["field"] == field
+    assert sorted(r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")) == ["z-1", "z-2"]

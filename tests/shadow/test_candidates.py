@@ -126,7 +126,7 @@ async def test_each_candidate_spends_its_own_budget_and_shares_the_rate_cap(scor
     challenger = {"backend": "semif_http", "endpoint": scorer_url, "normalization": "pmi"}
     dtype = ticket_type(scorer_url, budget={"calls_per_hour": 3}, candidates={"b": challenger})
     catalog = write_catalog(tmp_path, {"tickets": dtype})
-    six = {"decisions": [{"decision_type": "tickets", "decision_id": f"d-{i}", "state": "x"}
+    six = {"decisions": [{"decision_type": "tickets", "decision_id": f"d-{i}", "state": {"text": "x"}}
                          for i in range(6)]}
     async with running_sidecar(settings_for(tmp_path, catalog, workers=1)) as (url, _app), \
             aiohttp.ClientSession() as session:

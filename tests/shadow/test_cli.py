@@ -98,7 +98,8 @@ async def test_killed_sidecar_leaves_lost_rows_for_queued_decisions(faults: Faul
                             stderr=subprocess.PIPE)
     try:
         wait_ready(api, proc)
-        decisions = [{"decision_type": "tickets", "decision_id": f"k-{i}", "state": "x"} for i in range(5)]
+        decisions = [{"decision_type": "tickets", "decision_id": f"k-{i}", "state": {"text": "x"}}
+                     for i in range(5)]
         async with aiohttp.ClientSession() as session, session.post(
                 f"http://127.0.0.1:{api}/v1/decisions", json={"decisions": decisions}) as resp:
             assert (await resp.json())["queued"] == 5
@@ -142,7 +143,8 @@ async def test_a_restarted_sidecar_keeps_its_writer_id_and_republishes_nothing_t
 
     proc, api = start()
     try:
-        decisions = [{"decision_type": "tickets", "decision_id": f"r-{i}", "state": "x"} for i in range(6)]
+        decisions = [{"decision_type": "tickets", "decision_id": f"r-{i}", "state": {"text": "x"}}
+                     for i in range(6)]
         async with aiohttp.ClientSession() as session:
             base = f"http://127.0.0.1:{api}"
             async with session.post(f"{base}/v1/decisions", json={"decisions": decisions}) as r:

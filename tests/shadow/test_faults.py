@@ -53,7 +53,8 @@ async def offer_many(url: str, n: int, prefix: str) -> list[float]:
     async with aiohttp.ClientSession(timeout=timeout) as session:
         for i in range(WARM):  # warm the connection and the code paths
             async with session.post(f"{url}/v1/decisions", json={
-                    "decision_type": "tickets", "decision_id": f"warm-{prefix}-{i}", "state": "warm"}) as r:
+                    "decision_type": "tickets", "decision_id": f"warm-{prefix}-{i}",
+                    "state": {"text": "warm"}}) as r:
                 await r.read()
         for i in range(n):
             body = {"decision_type": "tickets", "decision_id": f"{prefix}-{i}",

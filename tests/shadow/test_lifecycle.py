@@ -118,7 +118,7 @@ async def test_queue_bytes_limit(faults: Faults, scorer_url: str, tmp_path: Path
     async with running_sidecar(settings) as (url, _app), aiohttp.ClientSession() as session:
         results = []
         for i in range(3):
-            body = {"decision_type": "tickets", "decision_id": f"big-{i}", "state": "x" * 3000}
+            body = {"decision_type": "tickets", "decision_id": f"big-{i}", "state": {"text": "x" * 3000}}
             async with session.post(f"{url}/v1/decisions", json=body) as resp:
                 results.extend((await resp.json())["decisions"])
     faults.release.set()
@@ -134,7 +134,8 @@ async def test_shutdown_never_cuts_a_row_write(scorer_url: str, tmp_path: Path) 
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
     settings = settings_for(tmp_path, catalog, kill_switch=True)
     async with running_sidecar(settings) as (url, _app), aiohttp.ClientSession() as session:
-        decisions = [{"decision_type": "tickets", "decision_id": f"w-{i}", "state": "x"} for i in range(100)]
+        decisions = [{"decision_type": "tickets", "decision_id": f"w-{i}", "state": {"text": "x"}}
+                     for i in range(100)]
         async with session.post(f"{url}/v1/decisions", json={"decisions": decisions}) as resp:
             assert (await resp.json())["dropped"] == {"kill_switch": 100}
     assert reasons(tmp_path) == Counter({("dropped", "kill_switch"): 100})

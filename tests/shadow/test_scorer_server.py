@@ -48,7 +48,8 @@ async def test_semif_http_and_sagemaker_against_the_real_scorer_server(model_pat
         async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
             async with aiohttp.ClientSession() as session:
                 for dtype in ("tickets", "refunds"):
-                    body = {"decision_type": dtype, "decision_id": f"{dtype}-1", "state": "charged twice"}
+                    body = {"decision_type": dtype, "decision_id": f"{dtype}-1",
+                            "state": {"text": "charged twice"}}
                     async with session.post(f"{url}/v1/decisions", json=body) as resp:
                         assert resp.status == 202
             await wait_rows(url, 2)

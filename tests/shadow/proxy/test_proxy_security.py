@@ -137,25 +137,45 @@ async def test_a_head_that_never_completes_is_closed(mode: str, scorer_url: str,
 
 
 @pytest.mark.parametrize("mode", ["process", "in_process"])
-async def test_connections_over_the_cap_are_closed_at_once(
+async def test_connections_over_the_cap_are_closed_at_once_and_counted(
         mode: str, scorer_url: str, tmp_path: Path) -> None:
-    """With a cap of 2, a third client is closed on arrival; the two before it are still served."""
-    async with proxy_stack(tmp_path, scorer_url, mode, proxy_max_connections=2) as (_up, proxy, _api):
+    """With a cap of 2, three more clients are closed on arrival; the two before them are still served.
+
+    Each refusal is counted in ``shadow_proxy_connections_refused_total{reason="connection_cap"}``
+    (from the relay process, it arrives with the next counters frame: polled, not slept on).
+    """
+    async with proxy_stack(tmp_path, scorer_url, mode, proxy_max_connections=2) as (_up, proxy, api):
         held = [await asyncio.open_connection(*_host_port(proxy)) for _ in range(2)]
-        reader, writer = await asyncio.open_connection(*_host_port(proxy))
-        async with asyncio.timeout(10):
-            try:
-                extra = await reader.read()
-            except ConnectionResetError:
-                extra = b""
-        writer.close()
+        extras = [await _refused(proxy) for _ in range(3)]
         first_reader, first_writer = held[0]
         first_writer.write(b"GET /empty HTTP/1.1\r\nHost: prod\r\n\r\n")
         head = await first_reader.readuntil(b"\r\n\r\n")
         for _, w in held:
             w.close()
-    assert extra == b""
+        counted = 'shadow_proxy_connections_refused_total{reason="connection_cap"} 3.0'
+        text = ""
+        async with aiohttp.ClientSession() as session:
+            for _ in range(200):
+                async with session.get(api + "/metrics") as resp:
+                    text = await resp.text()
+                if counted in text:
+                    break
+                await asyncio.sleep(0.05)
+    assert extras == [b"", b"", b""]
     assert head.startswith(b"HTTP/1.1 204")
+    assert counted in text
+
+
+async def _refused(proxy: str) -> bytes:
+    """Connect and read to the end: what a client over the cap gets (nothing)."""
+    reader, writer = await asyncio.open_connection(*_host_port(proxy))
+    async with asyncio.timeout(10):
+        try:
+            extra = await reader.read()
+        except ConnectionResetError:
+            extra = b""
+    writer.close()
+    return extra
 
 
 async def test_the_relay_raises_its_soft_descriptor_limit(scorer_url: str, tmp_path: Path) -> None:
