@@ -80,7 +80,8 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
     stamp = RowStamp(settings.records.writer_id, app[CATALOG].sha256())
     records = settings.records.model_copy(update={"config_sha256": stamp.config_sha256})
     async with RecordStore(records) as store:
-        recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog)
+        recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog,
+                            settings.record_backlog_bytes)
         app[METRICS].watch_store(store.stats, records.max_local_bytes)
         app[RECORDER] = recorder
         writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
@@ -90,7 +91,7 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
             writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
-            await recorder.drain()
+            await recorder.drain(settings.shutdown_drain_s)
 
 
 async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -108,8 +108,9 @@ class Mirror:
             if sampled:
                 self.metrics.sampled.labels(rt.name, cand.name).inc()
             lane = self.lanes[cand.name]
-            reason = shared or lane.refusal(size)
+            reason = shared or lane.refusal(size) or self._shed(d)
             if reason is None:
+                self.recorder.reserve(d)
                 self._accept(d)
                 lane.put(d)
             else:
@@ -117,6 +118,13 @@ class Mirror:
             reasons.append(reason)
             decisions.append(d)
         return reasons[0], decisions
+
+    def _shed(self, d: Decision) -> str | None:
+        """``shed`` when the row backlog has no room for one more accepted decision (`shadow.backlog`)."""
+        if self.recorder.room(d.size):
+            return None
+        self.metrics.shed.labels(d.rt.name, d.cand.name).inc()
+        return "shed"
 
     def _accept(self, d: Decision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.
