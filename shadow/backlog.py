@@ -48,7 +48,7 @@ class Backlog:
     @property
     def limit(self) -> int:
         """How many items (queued plus reserved) the door admits now."""
-        return max(MIN_ITEMS, min(self.max_items, int(self.rate * TARGET_S)))
+        return min(self.max_items, max(MIN_ITEMS, int(self.rate * TARGET_S)))
 
     def room(self, size: int) -> bool:
         """Whether a decision of ``size`` bytes may be accepted (its row is sure to fit)."""
