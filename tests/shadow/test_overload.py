@@ -41,6 +41,8 @@ MIB = 1024 * 1024
 BATCH = 1000
 SMALL = {"queue_max_items": 200, "queue_max_bytes": 64 * 1024, "record_backlog": 100,
          "record_backlog_bytes": MIB, "workers": 2}
+BYTES_BIND = {**SMALL, "record_backlog": 5000, "queue_max_items": 5000, "queue_max_bytes": 4 * MIB}
+"""The backlog's 1 MiB binds before its item limit (a row counts at least ``ROW_OVERHEAD`` bytes)."""
 
 
 def batch(prefix: str, n: int = BATCH) -> dict[str, Any]:
@@ -72,14 +74,14 @@ def accounted(root: Path) -> tuple[Counter[str], Counter[str]]:
 
 async def test_overloaded_sidecar_accounts_for_every_decision_within_its_byte_bounds(
         scorer_url: str, tmp_path: Path) -> None:
-    """Eight batches of 1000 at once into a 100-row backlog: rows + drops == offered, bounds held.
+    """Eight batches of 1000 at once into a 1 MiB backlog: rows + drops == offered, bounds held.
 
     The backlog's bytes (queued plus reserved for accepted decisions) and each lane's queued bytes are
     sampled on every loop turn and never pass their settings; the backlog overflowed (decisions were
     counted in ``drops`` and the door shed some), and each accepted decision still has its one row.
     """
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
-    settings = settings_for(tmp_path, catalog, **SMALL)
+    settings = settings_for(tmp_path, catalog, **BYTES_BIND)
     peaks = {"backlog": 0, "lane": 0}
 
     async def sample(app: web.Application) -> None:
@@ -193,17 +195,17 @@ async def test_breaker_opens_for_a_failing_scorer_not_for_a_starved_one(
         faults: Faults, scorer_url: str, tmp_path: Path) -> None:
     """Timeouts while the sidecar's own loop is blocked are not the scorer's: the breaker stays closed.
 
-    The same catalog twice: a scorer that really is slow (10 s against a 0.2 s timeout) opens the
-    breaker (``circuit_open`` rows); a healthy scorer whose answers cannot be read because the loop is
-    blocked 0.3 s at a time times out just the same, but each timeout is counted as starved
-    (``shadow_breaker_starved_total``) and no ``circuit_open`` row appears.
+    The same scorer (0.25 s a call against a 0.2 s timeout) twice: with the sidecar's loop free, its
+    timeouts are the scorer's and open the breaker (``circuit_open`` rows); with the loop blocked 0.3 s
+    at a time (as a CPU-starved sidecar is), every call times out just the same, but each timeout is
+    counted as starved (``shadow_breaker_starved_total``) and no ``circuit_open`` row appears.
     """
     scorer = {"timeout_s": 0.2, "deadline_s": 2.0, "max_attempts": 1}
     dtype = ticket_type(scorer_url, scorer=scorer, breaker={"failure_threshold": 3, "reset_after_s": 60})
     catalog = write_catalog(tmp_path, {"tickets": dtype})
     seen: dict[str, Counter[tuple[str, str | None]]] = {}
+    faults.mode, faults.delay_s = "slow", 0.25  # the same scorer, 0.25 s a call, in both cases
     for case in ("failing", "starved"):
-        faults.mode = "slow" if case == "failing" else "healthy"
         settings = settings_for(tmp_path / case, catalog, workers=1)
         async with running_sidecar(settings) as (url, app):
             blocker = asyncio.create_task(_block_loop() if case == "starved" else asyncio.sleep(0))
