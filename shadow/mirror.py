@@ -74,6 +74,7 @@ class Mirror:
         self.closing = False
         self.lanes = {name: Lane(name, limits, dispatcher, recorder, metrics) for name in lanes}
         self._accepting: set[asyncio.Task[None]] = set()
+        self._stopping: asyncio.Future[None] | None = None
 
     def offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> str | None:
         """Offer one decision to each of the type's candidates.
@@ -168,7 +169,20 @@ class Mirror:
             lane.start()
 
     async def stop(self, grace_s: float) -> None:
-        """Refuse new decisions, record the queued ones as ``shutdown``, give in-flight calls ``grace_s``."""
+        """Refuse new decisions, record the queued ones as ``shutdown``, give in-flight calls ``grace_s``.
+
+        A second call waits for the first (the command starts the stop beside the relay's own grace).
+        """
+        self.begin_stop(grace_s)
+        assert self._stopping is not None
+        await asyncio.shield(self._stopping)
+
+    def begin_stop(self, grace_s: float) -> None:
+        """Start `stop` without waiting for it (once)."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop(grace_s))
+
+    async def _stop(self, grace_s: float) -> None:
         self.closing = True
         for lane in self.lanes.values():
             lane.drop_queued()
