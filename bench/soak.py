@@ -43,28 +43,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.dataset as ds
 
-from bench.sidecar import CATALOG, LUA, PY, free_port, start, wait_port
+from bench.sidecar import CATALOG, LUA, NGINX, PY, free_port, start, wait_port
 from shadow.bounds import worst_case
 from shadow.settings import ShadowSettings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-NGINX = """
-worker_processes 1;
-pid %(prefix)s/nginx.pid;
-error_log %(prefix)s/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %(prefix)s/body; proxy_temp_path %(prefix)s/proxy;
-  fastcgi_temp_path %(prefix)s/fcgi; uwsgi_temp_path %(prefix)s/uwsgi; scgi_temp_path %(prefix)s/scgi;
-  server {
-    listen 127.0.0.1:%(upstream)d;
-    location = /route { default_type application/json; return 200 '{"team": "billing"}'; }
-  }
-}
-"""
 COUNTER = re.compile(r"^(shadow_\w+?)(?:_total)?(\{[^}]*\})? ([\d.e+-]+)$")
 
 
@@ -331,7 +316,10 @@ def main() -> None:
         ports = {"upstream": free_port(), "scorer": free_port()}
         prefix = workdir / "nginx"
         prefix.mkdir()
-        (prefix / "nginx.conf").write_text(NGINX % {"prefix": prefix, "upstream": ports["upstream"]})
+        unused = {name: free_port() for name in ("plain_proxy", "mirror_fast", "mirror_slow", "mirror_down")}
+        bodies = {f"{name}_body": "" for name in unused if name.startswith("mirror")}  # upstream only
+        (prefix / "nginx.conf").write_text(NGINX % {"prefix": prefix, "upstream": ports["upstream"], **unused,
+                                                    **bodies})
         procs = [start([PY, "-m", "tests.shadow.fault_scorer", "--port", str(ports["scorer"])]),
                  start(["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g",
                         "daemon off; user root;"])]
