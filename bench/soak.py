@@ -177,8 +177,8 @@ def sidecar(workdir: Path, name: str, upstream: int, scorer: int) -> Iterator[tu
            "SHADOW_RECORDS_SPOOL_DIR": str(workdir / f"spool-{name}"), "SHADOW_RECORDS_WRITER_ID": name}
     proc = start([str(Path(PY).parent / "semif-shadow"), "sidecar", "run"], env)
     try:
-        wait_port(api)
-        wait_port(proxy)
+        wait_port(api, timeout=120)  # a loaded machine starts slowly
+        wait_port(proxy, timeout=120)
         time.sleep(1.0)
         yield proc, api, proxy, root
     finally:
