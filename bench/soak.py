@@ -86,8 +86,8 @@ def scrape(api: int) -> dict[str, float]:
     return out
 
 
-def settled(api: int, timeout_s: float = 120.0) -> tuple[float, float]:
-    """Decisions offered and 2xx responses relayed, once the sidecar has worked off the relay's hand-off.
+def settled(api: int, timeout_s: float = 120.0) -> dict[str, float]:
+    """The sidecar's series once it has worked off the relay's hand-off (offered stopped growing).
 
     Offered stops growing when every exchange the relay handed over has been read (those it could not
     hand over are counted offered, as ``handoff_full``, with the relay's next counters).
@@ -97,7 +97,7 @@ def settled(api: int, timeout_s: float = 120.0) -> tuple[float, float]:
         now = scrape(api)
         offered = now.get("shadow_offered", 0.0)
         if offered == previous:
-            return offered, now.get("shadow_proxy_requests", 0.0)
+            return now
         previous = offered
         time.sleep(1.0)
     raise RuntimeError("the sidecar kept offering decisions for two minutes after the load")
@@ -198,11 +198,12 @@ def mirror_phase(workdir: Path, name: str, ports: dict[str, int], args: argparse
         sampler.phase = "load"
         before = scrape(api)
         load = wrk(proxy, duration, args.connections, rate, workdir)
-        after = scrape(api)
+        during = scrape(api)  # scored/s: what the load's own seconds scored
         sampler.phase = "idle after"
         after_ms = one_request_ms(proxy)
         time.sleep(args.idle_s)
-        offered, relayed = settled(api)
+        after = settled(api)
+        offered, relayed = after.get("shadow_offered", 0.0), after.get("shadow_proxy_requests", 0.0)
         sampler.phase = "sigterm"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -211,7 +212,7 @@ def mirror_phase(workdir: Path, name: str, ports: dict[str, int], args: argparse
         sampler.done.set()
         sampler.join()
     rows, drops = records(root)
-    scored = after.get("shadow_scored", 0.0) - before.get("shadow_scored", 0.0)
+    scored = during.get("shadow_scored", 0.0) - before.get("shadow_scored", 0.0)
     loaded = [s for s in sampler.samples if s[1] == "load"]
     idle_after = [s for s in sampler.samples if s[1] == "idle after"]
     return {"load": load, "after_ms": after_ms, "offered": offered, "relayed": relayed, "rows": rows,

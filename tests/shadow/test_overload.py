@@ -10,6 +10,7 @@ same at full scale and measures what these tests only count.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
@@ -28,6 +29,7 @@ from tests.shadow.conftest import (
     settings_for,
     sidecar_env,
     ticket_type,
+    wait_rows,
     write_catalog,
 )
 
@@ -230,3 +232,40 @@ async def _block_loop() -> None:
     while True:
         time.sleep(0.3)  # noqa: ASYNC251  (blocking the loop is the point)
         await asyncio.sleep(0.01)
+
+
+async def test_a_stderr_nobody_reads_does_not_stall_the_sidecar(scorer_url: str, tmp_path: Path) -> None:
+    """The sidecar logs one INFO line per decision; with its stderr a pipe nobody reads, it still answers.
+
+    The pipe holds 64 KiB (a few hundred lines): a handler that writes on the event loop blocks it there
+    and every later request hangs past the client's timeout. The queueing handler lets the writer thread
+    wait instead (and drops records past 10,000 queued).
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, port=free_port())
+    cli = str(Path(sys.executable).parent / "semif-shadow")
+    proc = await asyncio.create_subprocess_exec(cli, "sidecar", "run", env=sidecar_env(settings),
+                                                stderr=asyncio.subprocess.PIPE)
+    url = f"http://127.0.0.1:{settings.port}"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            for _ in range(600):
+                with contextlib.suppress(aiohttp.ClientConnectionError):
+                    async with session.get(f"{url}/healthz") as resp:
+                        if resp.status == 200:
+                            break
+                await asyncio.sleep(0.05)
+            for i in range(6):  # 6000 decisions, one INFO line each: far past the pipe's 64 KiB
+                async with session.post(f"{url}/v1/decisions", json=batch(f"log{i}")) as resp:
+                    assert resp.status == 202
+                async with session.get(f"{url}/metrics") as resp:
+                    assert resp.status == 200
+            await wait_rows(url, BATCH)  # each row written is one INFO line
+    finally:
+        assert proc.stderr is not None
+        drain = asyncio.create_task(proc.stderr.read())  # now read it, so that the exit is clean
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+        log = await drain
+    assert proc.returncode == 0
+    assert log.count(b'"message": "decision"') >= BATCH  # the lines queued meanwhile were written at the end
