@@ -18,7 +18,7 @@ took to exit, beside the sum of the configured bounds (``shadow.bounds``). ``--r
 whole and reports medians. The default run is short (30 s per saturating phase); ``--duration 180``
 is the operator's bad day from issue 24. Usage::
 
-    .venv/bin/python bench/soak.py                  # ~2.5 minutes
+    .venv/bin/python bench/soak.py                  # ~3 minutes (5 on a loaded machine)
     .venv/bin/python bench/soak.py --duration 180   # the long soak
 """
 
