@@ -1,6 +1,7 @@
 """The raw relations.
 
-Records files of the read window, registered in DuckDB as ``raw_proposals`` and ``raw_outcomes``.
+Records files of the read window, registered in DuckDB as ``raw_proposals``, ``raw_outcomes`` and
+``raw_drops`` (the sidecar's drop summaries: decisions counted instead of written, summed by the funnel).
 Partitions are pruned by their ``date=`` folder before anything is opened. The files are kept by decision
 type so that the one large join (``int_decisions``) can be built one type at a time.
 
@@ -21,12 +22,14 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
-from contracts.records import ADDED_IN_V1_1, SCHEMAS
+from contracts.records import ADDED_IN_V1_1, DROPS, SCHEMAS
 from pipelines.errors import NoInput, SchemaMismatch
 
 if TYPE_CHECKING:
     from pipelines.storage import Root
 
+_SCHEMAS = {**SCHEMAS, "drops": DROPS}
+"""The datasets read: the two row datasets and the drop summaries."""
 _DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
 """DuckDB types of the columns v1.1 added (what a null of a column missing from every file is cast to)."""
 
@@ -77,14 +80,16 @@ class WindowFiles:
     """Bytes of each type's proposals files: the size of its share of the join."""
     older: set[str] = field(default_factory=set)
     """Datasets with files written before v1.1 (found by `check`): read by name, missing columns null."""
+    drops: dict[str, list[str]] = field(default_factory=dict)
+    """The window's drop summary files, by decision type."""
 
     def counts(self) -> dict[str, int]:
         """How many files each dataset has."""
         return {name: sum(map(len, files.values())) for name, files in self.datasets().items()}
 
     def datasets(self) -> dict[str, dict[str, list[str]]]:
-        """``{"proposals": ..., "outcomes": ...}``."""
-        return {"proposals": self.proposals, "outcomes": self.outcomes}
+        """``{"proposals": ..., "outcomes": ..., "drops": ...}``."""
+        return {"proposals": self.proposals, "outcomes": self.outcomes, "drops": self.drops}
 
     def types_largest_first(self) -> list[str]:
         """The decision types with proposals, most proposal bytes first (ties by name).
@@ -117,7 +122,7 @@ class WindowFiles:
 def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
     """The files as a pyarrow dataset of the records schema (no file is opened; missing columns null)."""
     try:
-        return pads.dataset(files, schema=SCHEMAS[dataset], filesystem=root.fs, format="parquet")
+        return pads.dataset(files, schema=_SCHEMAS[dataset], filesystem=root.fs, format="parquet")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise SchemaMismatch(f"{dataset}: {exc}") from exc
 
@@ -130,8 +135,10 @@ def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: li
     column name and a column that no file has is null. The files are not checked here:
     ``WindowFiles.check`` (or ``check_schema``) does that once per run.
     """
-    schema = SCHEMAS[dataset]
+    schema = _SCHEMAS[dataset]
     name = f"raw_{dataset}"
+    con.unregister(name)  # a registered (empty) relation would hide the view made below, and the reverse
+    con.execute(f"drop view if exists {name}")
     if not files:
         con.register(name, schema.empty_table())
     elif not root.is_local:
@@ -165,10 +172,10 @@ def check_schema(root: Root, dataset: str, files: list[str]) -> bool:
 def _check_schema(dataset: pads.Dataset, name: str, first_file: str) -> bool:
     """Every file must hold the v1 columns, and any v1.1 column it has, with their types (extras allowed)."""
     complete = True
-    optional = ADDED_IN_V1_1[name]
+    optional = ADDED_IN_V1_1.get(name, frozenset())
     for fragment in dataset.get_fragments():
         physical = fragment.physical_schema
-        for column in SCHEMAS[name]:
+        for column in _SCHEMAS[name]:
             index = physical.get_field_index(column.name)
             if index < 0 and column.name in optional:
                 complete = False
@@ -194,7 +201,8 @@ def register_window(
     if not proposals:
         raise NoInput(f"no proposals under {root.uri} from {read_start.date()} to {last_day}")
     outcomes, _ = list_files(root, "outcomes", read_start.date(), max(as_of.date(), read_start.date()))
-    files = WindowFiles(root, proposals, outcomes, proposal_bytes)
+    drops, _ = list_files(root, "drops", read_start.date(), last_day)
+    files = WindowFiles(root, proposals, outcomes, proposal_bytes, drops=drops)
     files.check()
     files.register(con)
     return files

@@ -1,6 +1,7 @@
 """The SQL models under ``models/``: their order, kind (view or table) and text, and the quoting helper.
 
-Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``);
+Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``,
+``raw_drops``);
 intermediate models and marts are tables. Values reach the SQL only through the one-row ``run_params``
 table, the ``cfg_*`` tables and the window variables (``WINDOW_VARIABLES``), all filled with bound
 parameters (``runner.py``); identifiers only through ``quote_ident``.
@@ -17,6 +18,7 @@ Kind = Literal["view", "table"]
 ORDER: tuple[tuple[str, str], ...] = (
     ("staging", "stg_proposals"),
     ("staging", "stg_outcomes"),
+    ("staging", "stg_drops"),
     ("intermediate", "int_segment_hours"),
     ("intermediate", "int_segment_weeks"),
     ("intermediate", "int_segments"),

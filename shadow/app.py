@@ -4,7 +4,8 @@
     runtimes     the catalog made live; backends started (models loaded, client sessions opened); the
                  log scrub filter installed on the process's log handlers
     records      the durable record store (``shadow.records``) and the recorder's writer task
-    mirror       a bounded queue and worker pool per candidate (stopped first: queued decisions become rows)
+    mirror       a bounded queue and worker pool per candidate (stopped first: queued decisions become rows),
+                 and the loop-lag sampler that tells the breakers a starved call from a failing scorer
     kill switch  a task watching ``SHADOW_KILL_SWITCH_FILE``
     gc           after start-up: freeze what start-up allocated and collect young objects less often, so a
                  collector pass never lands on a request as a multi-millisecond pause (docs/performance.md)
@@ -28,6 +29,7 @@ from shadow.dispatch import Dispatcher
 from shadow.keys import CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.live_catalog import build_runtimes
 from shadow.log_budget import install_budget_filter
+from shadow.looplag import LoopLag
 from shadow.metrics import Metrics
 from shadow.mirror import Limits, Mirror
 from shadow.proposals import RowStamp
@@ -93,7 +95,8 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
     stamp = RowStamp(settings.records.writer_id, app[CATALOG].sha256())
     records = settings.records.model_copy(update={"config_sha256": stamp.config_sha256})
     async with RecordStore(records) as store:
-        recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog)
+        recorder = Recorder(store, app[METRICS], stamp, settings.record_backlog,
+                            settings.record_backlog_bytes)
         app[METRICS].watch_store(store.stats, records.max_local_bytes)
         app[RECORDER] = recorder
         writer = asyncio.create_task(recorder.run(), name="shadow-recorder")
@@ -103,13 +106,16 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
             writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
-            await recorder.drain()
+            await recorder.drain(settings.shutdown_drain_s)
 
 
 async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     recorder = app[RECORDER]
-    dispatcher = Dispatcher(recorder.sink, app[METRICS], recorder.stamp)
+    lag = LoopLag()
+    app[METRICS].loop_lag.set_function(lag.recent)
+    sampler = asyncio.create_task(lag.run(), name="shadow-loop-lag")
+    dispatcher = Dispatcher(recorder.sink, app[METRICS], recorder.stamp, lag)
     limits = Limits(settings.queue_max_items, settings.queue_max_bytes, settings.workers)
     mirror = Mirror(limits, dispatcher, recorder, app[METRICS], app[RUNTIMES].lanes)
     mirror.kill_switch = settings.kill_switch
@@ -120,6 +126,9 @@ async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await mirror.stop(settings.shutdown_grace_s)
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
 
 
 async def _kill_switch_ctx(app: web.Application) -> AsyncIterator[None]:

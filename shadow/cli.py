@@ -93,13 +93,14 @@ async def serve(settings: ShadowSettings) -> None:
     from aiohttp import web  # noqa: PLC0415
 
     from shadow.app import init_app  # noqa: PLC0415
+    from shadow.keys import MIRROR  # noqa: PLC0415
     from shadow.proxy.relay import Upstream  # noqa: PLC0415
     from shadow.proxy.supervisor import running_proxy, running_proxy_process  # noqa: PLC0415
 
     if settings.proxy_port is not None:
         Upstream.parse(settings.upstream_url)  # refuse a bad URL before anything starts
     core = init_app(settings)
-    runner = web.AppRunner(core, access_log=None)
+    runner = web.AppRunner(core, access_log=None, shutdown_timeout=settings.shutdown_grace_s)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -115,6 +116,8 @@ async def serve(settings: ShadowSettings) -> None:
                 log.info("proxying", extra={"fields": {"event": "proxying", "url": url,
                                                        "upstream": settings.upstream_url}})
             await stop.wait()
+            # The mirror's grace (calls in flight) runs beside the relay's (requests in flight), not after.
+            core[MIRROR].begin_stop(settings.shutdown_grace_s)
     finally:
         with contextlib.suppress(Exception):
-            await runner.cleanup()
+            await runner.cleanup()  # stops the mirror (or waits for `stopping`), drains, closes the store

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected
+from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected, ScorerTimeout
+from shadow.looplag import LoopLag
 from shadow.proposals import Decision, RowStamp, Timing, blank_row, not_scored, scored
 from shadow.records.sink import SinkFull
 
@@ -43,10 +44,13 @@ class CallOutcome:
 class Dispatcher:
     """Turns queued decisions into rows; shared by every worker."""
 
-    def __init__(self, sink: RecordSink, metrics: Metrics, stamp: RowStamp) -> None:
+    def __init__(self, sink: RecordSink, metrics: Metrics, stamp: RowStamp,
+                 lag: LoopLag | None = None) -> None:
         self.sink = sink
         self.metrics = metrics
         self.stamp = stamp
+        self.lag = lag if lag is not None else LoopLag()
+        """The loop's lag: a timeout while the loop lagged is the sidecar's fault, not the scorer's."""
         self.rng = random.Random()  # noqa: S311  (backoff jitter, not security)
 
     async def dispatch(self, d: Decision) -> dict[str, Any]:
@@ -95,7 +99,8 @@ class Dispatcher:
             try:
                 out.result = await cand.backend.score(request, min(spec.timeout_s, deadline - t0))
             except ScorerCallError as exc:
-                self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES))
+                self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES),
+                              starved=isinstance(exc, ScorerTimeout) and self.lag.starved(t0))
                 out.status, out.reason = exc.status, exc.reason
                 pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
                 last = not exc.retryable or out.attempts >= spec.max_attempts
@@ -119,12 +124,16 @@ class Dispatcher:
             return "dropped", "circuit_open"
         return None
 
-    def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool) -> None:
+    def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool,
+                 starved: bool = False) -> None:
         elapsed = time.monotonic() - t0
         out.scorer_ms += elapsed * 1000
         backend = cand.backend
         self.metrics.scorer_latency.labels(backend.name, backend.endpoint, cand.name).observe(elapsed)
-        if ok:
+        if starved:  # neither a success nor the scorer's failure; a half-open trial may go again
+            cand.breaker.trial_in_flight = False
+            self.metrics.breaker_starved.labels(backend.endpoint, cand.name).inc()
+        elif ok:
             cand.breaker.success()
         else:
             cand.breaker.failure()

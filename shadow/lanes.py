@@ -81,7 +81,7 @@ class Lane:
                 self._busy -= 1
                 if not self._busy:
                     self._idle.set()
-            self.recorder.put(row)
+            self.recorder.put(row, d.size)
 
     def drop_queued(self) -> None:
         """Record every queued decision as ``shutdown`` (the mirror is closing)."""

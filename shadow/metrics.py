@@ -37,7 +37,26 @@ class Metrics:
                                [*per_candidate, "reason"], registry=r)
         self.rows = Counter("shadow_rows", "Proposals rows handed to the store, by status", ["status"],
                             registry=r)
-        self.rows_lost = Counter("shadow_rows_lost", "Rows the record backlog could not take", registry=r)
+        self.rows_lost = Counter("shadow_rows_lost", "Accepted rows the store refused (marks stay pending)",
+                                 registry=r)
+        self.drop_summaries = Counter("shadow_drop_summaries", "Decisions counted in drops instead of a row",
+                                      [*per_candidate, "reason"], registry=r)
+        self.shed = Counter("shadow_shed", "Decisions shed at the door (no backlog room)", per_candidate,
+                            registry=r)
+        self.admit_limit = Gauge("shadow_admit_limit", "Rows the door admits into the backlog",
+                                 registry=r)
+        self.backlog_items = Gauge("shadow_record_backlog", "Rows waiting for the writer", registry=r)
+        self.backlog_bytes = Gauge("shadow_record_backlog_bytes", "Estimated bytes waiting for the writer",
+                                   registry=r)
+        self.rows_left_at_shutdown = Counter("shadow_rows_left_at_shutdown",
+                                             "Rows the shutdown's drain budget did not cover", registry=r)
+        self.outcomes_lost = Counter("shadow_outcomes_lost", "Proxy outcomes not written: too many in flight",
+                                     registry=r)
+        self.loop_lag = Gauge("shadow_loop_lag_seconds", "The event loop's recent lag (max over ~1 s)",
+                              registry=r)
+        self.breaker_starved = Counter(
+            "shadow_breaker_starved", "Scorer timeouts not counted by the breaker: the sidecar's loop lagged",
+            ["endpoint", "candidate"], registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)
         self.outcomes_outside = Counter("shadow_outcomes_outside_options",

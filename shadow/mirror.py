@@ -74,6 +74,7 @@ class Mirror:
         self.closing = False
         self.lanes = {name: Lane(name, limits, dispatcher, recorder, metrics) for name in lanes}
         self._accepting: set[asyncio.Task[None]] = set()
+        self._stopping: asyncio.Future[None] | None = None
 
     def offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int) -> str | None:
         """Offer one decision to each of the type's candidates.
@@ -108,8 +109,9 @@ class Mirror:
             if sampled:
                 self.metrics.sampled.labels(rt.name, cand.name).inc()
             lane = self.lanes[cand.name]
-            reason = shared or lane.refusal(size)
+            reason = shared or lane.refusal(size) or self._shed(d)
             if reason is None:
+                self.recorder.reserve(d)
                 self._accept(d)
                 lane.put(d)
             else:
@@ -117,6 +119,13 @@ class Mirror:
             reasons.append(reason)
             decisions.append(d)
         return reasons[0], decisions
+
+    def _shed(self, d: Decision) -> str | None:
+        """``shed`` when the row backlog has no room for one more accepted decision (`shadow.backlog`)."""
+        if self.recorder.room(d.size):
+            return None
+        self.metrics.shed.labels(d.rt.name, d.cand.name).inc()
+        return "shed"
 
     def _accept(self, d: Decision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.
@@ -160,7 +169,20 @@ class Mirror:
             lane.start()
 
     async def stop(self, grace_s: float) -> None:
-        """Refuse new decisions, record the queued ones as ``shutdown``, give in-flight calls ``grace_s``."""
+        """Refuse new decisions, record the queued ones as ``shutdown``, give in-flight calls ``grace_s``.
+
+        A second call waits for the first (the command starts the stop beside the relay's own grace).
+        """
+        self.begin_stop(grace_s)
+        assert self._stopping is not None
+        await asyncio.shield(self._stopping)
+
+    def begin_stop(self, grace_s: float) -> None:
+        """Start `stop` without waiting for it (once)."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop(grace_s))
+
+    async def _stop(self, grace_s: float) -> None:
         self.closing = True
         for lane in self.lanes.values():
             lane.drop_queued()

@@ -2,16 +2,22 @@
 
 Dropped decisions are handed over raw (`drop`): the writer redacts and hashes their state, so the
 mirror API and the proxy never pay for it. One JSON log line per decision carries its ids (never its
-state). The backlog is bounded; a row that does not fit is counted in ``shadow_rows_lost``.
+state). The backlog (`shadow.backlog`) is bounded in items and bytes; an accepted decision's row always
+has room reserved, and a decision dropped before acceptance becomes a row only while the backlog has
+spare room, else it is counted in the ``drops`` summaries (`shadow.drops`, flushed every ``FLUSH_S``).
+Every offered decision is one proposals row or counted once in ``drops``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from shadow.backlog import Backlog
+from shadow.drops import DropCounter
 from shadow.proposals import Decision, blank_row, not_scored
 
 if TYPE_CHECKING:
@@ -21,36 +27,72 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shadow.decisions")
 Pending = tuple[Decision, str] | dict[str, Any]
+FLUSH_S = 1.0
+MAX_OUTCOME_WRITES = 1024
+"""Proxy-mode outcomes being written at once; beyond, an outcome is counted lost (a metric)."""
+
+
+def _has_mark(d: Decision) -> bool:
+    """Whether the store holds ``d``'s accept mark (then it owes a row: ``lost`` if nothing else)."""
+    mark = d.accepted
+    return mark is not None and mark.done() and not mark.cancelled() and mark.exception() is None
 
 
 class Recorder:
-    """Owns the row backlog and the task that writes it."""
+    """Owns the row backlog, the drop counts and the task that writes both."""
 
-    def __init__(self, sink: RecordSink, metrics: Metrics, stamp: RowStamp, backlog: int) -> None:
+    def __init__(self, sink: RecordSink, metrics: Metrics, stamp: RowStamp, backlog: int,
+                 backlog_bytes: int = 64 * 1024 * 1024) -> None:
         self.sink = sink
         self.metrics = metrics
         self.stamp = stamp
-        self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=backlog)
+        self.backlog = Backlog(backlog, backlog_bytes)
+        self.drops = DropCounter()
+        self._wake = asyncio.Event()
         self._outcome_tasks: set[asyncio.Task[None]] = set()
         self._current: asyncio.Future[None] | None = None
+
+    def room(self, size: int) -> bool:
+        """Whether the door may accept a decision of ``size`` bytes (see `Backlog.room`)."""
+        return self.backlog.room(size)
+
+    def reserve(self, d: Decision) -> None:
+        """Hold backlog room for an accepted decision's row."""
+        self.backlog.reserve(d.size)
 
     def drop(self, decision: Decision, reason: str) -> None:
         """Record a decision that will not be scored (never blocks)."""
         self.metrics.dropped.labels(decision.rt.name, decision.cand.name, reason).inc()
-        self._put((decision, reason))
+        if decision.accepted is not None:
+            self._push_accepted((decision, reason), decision.size)
+        elif self.backlog.spare(decision.size):
+            self._push((decision, reason), decision.size, accepted=False)
+        else:
+            self.count(decision.rt.name, decision.cand.name, reason, received_us=decision.received_us)
 
-    def put(self, row: dict[str, Any]) -> None:
-        """Record a finished row (never blocks)."""
-        self._put(row)
+    def count(self, decision_type: str, candidate: str, reason: str, n: int = 1,
+              received_us: int | None = None) -> None:
+        """Count decisions in the ``drops`` summaries instead of writing a row for each."""
+        self.drops.count(decision_type, candidate, reason, n, received_us)
+        self.metrics.drop_summaries.labels(decision_type, candidate, reason).inc(n)
 
-    def _put(self, item: Pending) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except asyncio.QueueFull:
-            self.metrics.rows_lost.inc()
+    def put(self, row: dict[str, Any], size: int = 0) -> None:
+        """Record an accepted decision's finished row (never blocks; its room was reserved)."""
+        self._push_accepted(row, size)
+
+    def _push_accepted(self, item: Pending, size: int) -> None:
+        self.backlog.release(size)
+        self._push(item, size, accepted=True)
+
+    def _push(self, item: Pending, size: int, *, accepted: bool) -> None:
+        self.backlog.push(item, size, accepted=accepted)
+        self._wake.set()
 
     def outcome_later(self, row: dict[str, Any]) -> None:
         """Write a proxy-mode outcome in the background (the response has already gone)."""
+        if len(self._outcome_tasks) >= MAX_OUTCOME_WRITES:
+            self.metrics.outcomes_lost.inc()
+            return
         task = asyncio.create_task(self._outcome(row))
         self._outcome_tasks.add(task)
         task.add_done_callback(self._outcome_tasks.discard)
@@ -69,28 +111,86 @@ class Recorder:
 
         Each write is shielded: cancelling the loop never cuts a row in half; `drain` finishes it.
         """
-        while True:
-            item = await self._queue.get()
-            self._current = asyncio.ensure_future(self._write(item))
-            await asyncio.shield(self._current)
+        flusher = asyncio.create_task(self._flush_loop(), name="shadow-drops-flush")
+        try:
+            while True:
+                while not self.backlog.items:
+                    self._wake.clear()
+                    await self._wake.wait()
+                self._current = asyncio.ensure_future(self._write(*self.backlog.pop()))
+                await asyncio.shield(self._current)
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
 
-    async def drain(self) -> None:
-        """Write everything still waiting (after the workers have stopped)."""
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_S)
+            self.backlog.measure()
+            self.metrics.admit_limit.set(self.backlog.limit)
+            self.metrics.backlog_items.set(len(self.backlog.items))
+            self.metrics.backlog_bytes.set(self.backlog.bytes)
+            await self.flush_drops()
+
+    async def flush_drops(self) -> None:
+        """Write the drop counts gathered since the last flush (put back if the store refuses)."""
+        rows = self.drops.take()
+        if not rows:
+            return
+        try:
+            await self.sink.drops(rows)
+        except Exception:
+            log.exception("drop summaries not written; kept for the next flush")
+            self.drops.restore(rows)
+
+    async def drain(self, budget_s: float) -> None:
+        """Write what is waiting for up to ``budget_s`` (after the workers have stopped); count the rest.
+
+        What the time does not cover: a decision dropped before acceptance is counted in ``drops``; an
+        accepted one is left to the store, whose close writes its ``lost`` / ``shutdown`` row from the
+        accept mark (one short journal frame), or counted when it has no mark. Exit never waits on the
+        backlog's length.
+        """
+        end = time.monotonic() + budget_s
         if self._current is not None:
             await self._current
         if self._outcome_tasks:
-            await asyncio.gather(*self._outcome_tasks, return_exceptions=True)
-        while not self._queue.empty():
-            await self._write(self._queue.get_nowait())
+            await asyncio.wait(self._outcome_tasks, timeout=max(0.0, end - time.monotonic()))
+        while self.backlog.items and time.monotonic() < end:
+            await self._write(*self.backlog.pop())
+        left = 0
+        while self.backlog.items:
+            item, _, accepted = self.backlog.pop()
+            left += 1
+            self._leave(item, accepted=accepted)
+        self.metrics.rows_left_at_shutdown.inc(left)
+        await self.flush_drops()
 
-    async def _write(self, item: Pending) -> None:
+    def _leave(self, item: Pending, *, accepted: bool) -> None:
+        """Account for an item the shutdown could not write."""
+        if isinstance(item, tuple):
+            d, reason = item
+            if not (accepted and _has_mark(d)):
+                self.count(d.rt.name, d.cand.name, reason, received_us=d.received_us)
+        elif item.get("reason") == "disk_full":  # its accept mark failed: nothing in the store owes it
+            received = item["received_at"]
+            self.count(item["decision_type"], item["candidate"], "disk_full",
+                       received_us=int(received.timestamp() * 1e6))
+
+    async def _write(self, item: Pending, size: int = 0, accepted: bool = False) -> None:  # noqa: ARG002  (popped as a triple)
         row = self._build(item) if isinstance(item, tuple) else item
         try:
             await self.sink.proposal(row)
         except Exception:
             log.exception("proposal row for %s not recorded", row.get("decision_id"))
-            self.metrics.rows_lost.inc()
+            if accepted:  # its accept mark stays pending: the store's close (or recovery) writes it lost
+                self.metrics.rows_lost.inc()
+            else:
+                self._leave(item, accepted=False)
             return
+        finally:
+            self.backlog.written += 1
         self.metrics.rows.labels(row["status"]).inc()
         if not log.isEnabledFor(logging.INFO):
             return

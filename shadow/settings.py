@@ -45,6 +45,8 @@ class ShadowSettings(BaseSettings):
     queue_max_items: int = Field(default=1000, ge=1, description="decisions waiting for a worker")
     queue_max_bytes: int = Field(default=16 * MIB, ge=1024, description="bytes of state waiting for a worker")
     record_backlog: int = Field(default=100_000, ge=100, description="finished rows waiting for the writer")
+    record_backlog_bytes: int = Field(default=64 * MIB, ge=MIB,
+                                      description="estimated bytes of rows waiting for the writer")
     max_body_bytes: int = Field(default=MIB, ge=1024, description="mirror API request body cap")
     mirror_max_bytes: int = Field(
         default=MIB, ge=1024, description="proxy: larger request/response bodies pass through unmirrored")
@@ -58,3 +60,5 @@ class ShadowSettings(BaseSettings):
     log_request_max_bytes: int = Field(
         default=65536, ge=1024, description="log bytes (messages, tracebacks) one request may write")
     shutdown_grace_s: float = Field(default=5.0, ge=0, description="in-flight calls get this on shutdown")
+    shutdown_drain_s: float = Field(default=2.0, ge=0,
+                                    description="on shutdown, rows waiting for the writer get this long")

@@ -5,7 +5,8 @@ blobs: request head, request body, response head, response body; a body over the
 0xFFFFFFFF), ``C`` cumulative counters as JSON, ``R`` ready with the bound port as JSON.
 
 The relay never waits for the sidecar: `ChannelHooks` drops a frame that does not fit in
-``SHADOW_PROXY_HANDOFF_BYTES`` of unsent bytes and counts it (``handoff_full``).
+``SHADOW_PROXY_HANDOFF_BYTES`` of unsent bytes and counts it (``handoff_full``), per claimed route too,
+so the sidecar can count those exchanges in its ``drops`` summaries.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import struct
 from typing import TYPE_CHECKING
 
+from shadow.proxy.connection import request_path
 from shadow.proxy.framing import Message
 
 if TYPE_CHECKING:
@@ -79,6 +81,8 @@ class ChannelHooks:
         self.answered_by_class: dict[str, int] = {}
         self.unmirrored_by_reason: dict[str, int] = {}
         self.refused_by_reason: dict[str, int] = {}
+        self.handoff_full_by_route: dict[str, int] = {}
+        """``handoff_full`` per ``"METHOD path"``: the sidecar counts them in its drop summaries."""
 
     def answered(self, status: int) -> None:
         """Counted here, sent with the next counters frame."""
@@ -91,6 +95,8 @@ class ChannelHooks:
             self.unmirrored("sidecar_unavailable")
         elif self.transport.get_write_buffer_size() > self.limit:
             self.unmirrored("handoff_full")
+            route = f"{request.start[0].upper()} {request_path(request.start[1])}"
+            self.handoff_full_by_route[route] = self.handoff_full_by_route.get(route, 0) + 1
         else:
             self.transport.write(encode_exchange(request, response))
 
@@ -108,6 +114,7 @@ class ChannelHooks:
             self.transport.write(encode_json(b"C", {"answered": self.answered_by_class,
                                                     "unmirrored": self.unmirrored_by_reason,
                                                     "refused": self.refused_by_reason,
+                                                    "handoff_full": self.handoff_full_by_route,
                                                     "health": health or {}}))
 
 

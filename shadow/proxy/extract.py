@@ -203,3 +203,19 @@ def mirror_messages(core: web.Application, request: Message, response: Message) 
             core[METRICS].proxy_unmirrored.labels("internal_error").inc()
 
 
+
+
+def count_handoff_full(core: web.Application, route: str, n: int) -> None:
+    """Count ``n`` exchanges on ``route`` ("METHOD path") that the relay dropped at its hand-off.
+
+    They are offered decisions the mirror never saw (the relay had no room to hand them over): each
+    candidate of the route's type counts them as offered, and in ``drops`` as ``handoff_full``.
+    """
+    method, _, path = route.partition(" ")
+    rt = _route(core, Exchange(method, path, CIMultiDict(), None, 0, CIMultiDict(), None))
+    if rt is None:
+        return
+    for cand in rt.candidates:
+        core[METRICS].offered.labels(rt.name, cand.name).inc(n)
+        core[METRICS].dropped.labels(rt.name, cand.name, "handoff_full").inc(n)
+        core[RECORDER].count(rt.name, cand.name, "handoff_full", n)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from shadow.errors import ShadowError
 from shadow.keys import METRICS
 from shadow.proxy.channel import FRAME, decode_exchange
-from shadow.proxy.extract import MirrorHooks, catalog_routes, mirror_messages
+from shadow.proxy.extract import MirrorHooks, catalog_routes, count_handoff_full, mirror_messages
 from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 
 if TYPE_CHECKING:
@@ -98,6 +98,9 @@ class _ChannelReader(asyncio.Protocol):
             if group == "health":
                 metrics.relay_health.update(series)
                 continue
+            if group == "handoff_full":
+                self._handoff_full(series)
+                continue
             for label, total in series.items():
                 delta = total - self.seen.get((group, label), 0)
                 self.seen[(group, label)] = total
@@ -105,6 +108,15 @@ class _ChannelReader(asyncio.Protocol):
                     family = {"answered": metrics.proxy_requests, "refused": metrics.proxy_refused}.get(
                         group, metrics.proxy_unmirrored)
                     family.labels(label).inc(delta)
+
+
+    def _handoff_full(self, series: dict[str, int]) -> None:
+        """Count what the relay could not hand over in ``drops``, per candidate of the route's type."""
+        for route, total in series.items():
+            delta = total - self.seen.get(("handoff_full", route), 0)
+            self.seen[("handoff_full", route)] = total
+            if delta > 0:
+                count_handoff_full(self.owner.core, route, delta)
 
 
 class ProxyProcess:

@@ -19,7 +19,15 @@ import pyarrow.parquet as pq
 
 from contracts.records import COMPRESSION, FORMAT_KEY, FORMAT_VALUE
 from shadow.records import rows as rowlib
-from shadow.records.segment_files import OUTCOME, PROPOSAL, SegmentRead, fsync_dir, read_segment, segment_seq
+from shadow.records.segment_files import (
+    DROP,
+    OUTCOME,
+    PROPOSAL,
+    SegmentRead,
+    fsync_dir,
+    read_segment,
+    segment_seq,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,7 +39,7 @@ class Published:
     """What publishing one segment produced."""
 
     files: list[Path] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=lambda: {"proposals": 0, "outcomes": 0})
+    rows: dict[str, int] = field(default_factory=lambda: {"proposals": 0, "outcomes": 0, "drops": 0})
     torn_bytes: int = 0
 
     @property
@@ -41,13 +49,13 @@ class Published:
 
 
 def segment_payloads(read: SegmentRead) -> dict[str, list[memoryview]]:
-    """The JSON payloads of a segment's proposals and outcomes rows, in order (accepts are not rows)."""
-    out: dict[str, list[memoryview]] = {"proposals": [], "outcomes": []}
+    """The JSON payloads of a segment's proposals, outcomes and drops rows, in order (not accepts)."""
+    out: dict[str, list[memoryview]] = {"proposals": [], "outcomes": [], "drops": []}
+    names = {PROPOSAL: out["proposals"], OUTCOME: out["outcomes"], DROP: out["drops"]}
     for kind, body in read.frames:
-        if kind == PROPOSAL:
-            out["proposals"].append(body)
-        elif kind == OUTCOME:
-            out["outcomes"].append(body)
+        target = names.get(kind)
+        if target is not None:
+            target.append(body)
     return out
 
 

@@ -43,7 +43,7 @@ class RecoveryReport:
     """What one recovery found and did."""
 
     segments: int = 0
-    rows: dict[str, int] = field(default_factory=lambda: {"proposals": 0, "outcomes": 0})
+    rows: dict[str, int] = field(default_factory=lambda: {"proposals": 0, "outcomes": 0, "drops": 0})
     torn_records: int = 0
     torn_bytes: int = 0
     lost: int = 0

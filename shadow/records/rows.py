@@ -18,18 +18,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from contracts.records import DEFAULT_CANDIDATE, OUTCOMES, PROPOSALS, RECORD_VERSION
+from contracts.records import DEFAULT_CANDIDATE, DROPS, OUTCOMES, PROPOSALS, RECORD_VERSION
 from shadow.records.errors import InvalidRow
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-DATASETS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
-TIME_COLUMN: Final = {"proposals": "received_at", "outcomes": "outcome_at"}
+DATASETS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES, "drops": DROPS}
+TIME_COLUMN: Final = {"proposals": "received_at", "outcomes": "outcome_at", "drops": "minute"}
 _DAY_US: Final = 86_400_000_000
 _EPOCH: Final = date(1970, 1, 1)
 _REQUIRED: Final = {"proposals": ("decision_id", "decision_type", "received_at", "status"),
-                    "outcomes": ("decision_id", "decision_type", "outcome", "outcome_at")}
+                    "outcomes": ("decision_id", "decision_type", "outcome", "outcome_at"),
+                    "drops": ("decision_type", "candidate", "minute", "reason", "dropped")}
 
 
 _Check = tuple[frozenset[type], frozenset[type] | None, int | None]

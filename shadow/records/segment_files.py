@@ -4,7 +4,7 @@
 A frame is ``magic (1) | kind (1) | length (4) | crc32 (4) | payload``, little-endian; the CRC covers
 the kind and the payload. A reader stops at the first frame that is short or fails its checksum (a
 write torn by a crash) and reports how many bytes it skipped: a torn record is counted, never parsed.
-Kinds: ``A`` an accepted decision, ``P`` a proposals row, ``O`` an outcomes row.
+Kinds: ``A`` an accepted decision, ``P`` a proposals row, ``O`` an outcomes row, ``D`` a drops row.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ HEADER = struct.Struct("<BBII")
 ACCEPT: Final = ord("A")
 PROPOSAL: Final = ord("P")
 OUTCOME: Final = ord("O")
-KINDS: Final = frozenset({ACCEPT, PROPOSAL, OUTCOME})
+DROP: Final = ord("D")
+KINDS: Final = frozenset({ACCEPT, PROPOSAL, OUTCOME, DROP})
 SUFFIX: Final = ".wal"
 
 

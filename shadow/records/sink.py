@@ -12,6 +12,8 @@ the store fills ``record_version`` and ``writer_id``. The promises (``docs/recor
   It raises ``SinkFull`` when the local disk bound is reached (the caller drops with ``disk_full``).
 * ``proposal`` completes an accepted decision (or records a dropped one: every offered decision gets
   exactly one proposals row). It may return before the row is fsynced; the pending mark covers it.
+* ``drops`` writes drop summary rows: decisions dropped before they were accepted, counted per
+  (decision type, candidate, minute, reason) instead of one proposals row each. No fsync of its own.
 * ``outcome`` returns only once the outcome is durable (the mirror API acknowledges after it).
 """
 
@@ -35,6 +37,9 @@ class RecordSink(Protocol):
 
     async def proposal(self, row: dict[str, Any]) -> None:
         """Write one proposals row (scored, or with its status and reason)."""
+
+    async def drops(self, rows: list[dict[str, Any]]) -> None:
+        """Write drop summary rows (``contracts.records.DROPS`` columns; the store fills the rest)."""
 
     async def outcome(self, row: dict[str, Any]) -> None:
         """Write one outcomes row; return only when it is durable."""

@@ -32,7 +32,7 @@ from shadow.records.journal import Journal
 from shadow.records.parquet import private_folder, publish_segment, remove_segment
 from shadow.records.recovery import recover
 from shadow.records.s3 import S3Uploader, staged_files
-from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, next_seq
+from shadow.records.segment_files import ACCEPT, DROP, OUTCOME, PROPOSAL, SegmentFile, encode, next_seq
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +53,7 @@ class StoreStats:
     accepted: int = 0
     proposals: int = 0
     outcomes: int = 0
+    drops: int = 0
     disk_full: int = 0
     lost_at_shutdown: int = 0
     segments_published: int = 0
@@ -176,6 +177,14 @@ class RecordStore:
         self._pending.pop(rowlib.pending_key(normalized), None)
         journal.append(frame)
         self.stats.proposals += 1
+        await journal.room()
+
+    async def drops(self, rows: list[dict[str, Any]]) -> None:
+        """Journal drop summary rows (decisions dropped before acceptance); no fsync of their own."""
+        journal = self._open_journal()
+        for row in rows:
+            journal.append(encode(DROP, rowlib.normalize("drops", row, self.settings.writer_id)))
+        self.stats.drops += sum(row["dropped"] for row in rows)
         await journal.room()
 
     async def outcome(self, row: dict[str, Any]) -> None:

@@ -113,16 +113,9 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
 
     SIGTERM on exit (the sidecar drains and flushes its records) and the exit code must be 0.
     """
-    env = dict(os.environ)
-    for prefix, group in (("SHADOW_", settings), ("SHADOW_RECORDS_", settings.records)):
-        for name in type(group).model_fields:
-            value = getattr(group, name)
-            if value is None or name == "records":
-                continue
-            plain = value.get_secret_value() if isinstance(value, SecretStr) else value
-            env[f"{prefix}{name.upper()}"] = str(plain).lower() if isinstance(plain, bool) else str(plain)
-    proc = await asyncio.create_subprocess_exec(str(Path(sys.executable).parent / "semif-shadow"), "sidecar",
-                                                "run", env=env, stderr=asyncio.subprocess.PIPE)
+    cli = str(Path(sys.executable).parent / "semif-shadow")
+    proc = await asyncio.create_subprocess_exec(cli, "sidecar", "run", env=sidecar_env(settings),
+                                                stderr=asyncio.subprocess.PIPE)
     assert proc.stderr is not None
     log = bytearray()
     drain = asyncio.create_task(_drain(proc.stderr, log))  # a full pipe would stall the sidecar's logging
@@ -145,6 +138,19 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
         await proc.wait()
         await drain
         assert proc.returncode == 0, log.decode()
+
+
+def sidecar_env(settings: ShadowSettings) -> dict[str, str]:
+    """This process's environment plus ``settings`` as SHADOW_* variables (for ``sidecar run``)."""
+    env = dict(os.environ)
+    for prefix, group in (("SHADOW_", settings), ("SHADOW_RECORDS_", settings.records)):
+        for name in type(group).model_fields:
+            value = getattr(group, name)
+            if value is None or name == "records":
+                continue
+            plain = value.get_secret_value() if isinstance(value, SecretStr) else value
+            env[f"{prefix}{name.upper()}"] = str(plain).lower() if isinstance(plain, bool) else str(plain)
+    return env
 
 
 async def _drain(stream: asyncio.StreamReader, into: bytearray) -> None:

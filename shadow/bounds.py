@@ -1,0 +1,58 @@
+"""The sidecar's and the relay's worst-case memory above their idle size, from the settings.
+
+Every buffer that grows with load has a bound derived from a setting; this module adds them up
+(``docs/sidecar.md``, "Memory", shows the table; ``bench/soak.py`` prints it beside the RSS it
+measures). Sizes counted in raw JSON bytes are multiplied by ``PARSED_FACTOR``: a parsed state held
+as Python objects takes several times its JSON text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shadow.settings import ShadowSettings
+
+PARSED_FACTOR = 4
+"""Python objects of a parsed JSON state, per byte of its text (dicts, str headers): an upper estimate."""
+DECISION_OVERHEAD = 1024
+"""A queued `Decision` beyond its state (the object, its ids, its accept-mark future)."""
+CALL_OVERHEAD = 64 * 1024
+"""One scorer call in flight beyond the state: request and response bodies, client buffers."""
+HEAD_LIMIT = 64 * 1024
+"""The framer's limit on a request or response head (``shadow.proxy.framing``)."""
+TRANSPORT_HIGH_WATER = 64 * 1024
+"""asyncio's default write-buffer high-water mark: a relay transport pauses its reader past it."""
+DROP_KEYS = 4096
+"""Drop-summary keys between two flushes (types x candidates x reasons x minutes), 200 bytes each."""
+
+
+def worst_case(settings: ShadowSettings, candidates: int, connections: int,
+               api_requests: int = 8) -> dict[str, int]:
+    """Bytes above idle, per part, and the totals ``sidecar`` and ``relay``.
+
+    ``candidates`` is the number of lanes (candidate names in the catalog), ``connections`` the client
+    connections the relay holds at once (at most ``SHADOW_PROXY_MAX_CONNECTIONS``), ``api_requests`` the
+    mirror API requests being read at once (each up to ``SHADOW_MAX_BODY_BYTES``).
+    """
+    records = settings.records
+    lanes = candidates * (settings.queue_max_bytes * PARSED_FACTOR
+                          + settings.queue_max_items * DECISION_OVERHEAD)
+    calls = candidates * settings.workers * (settings.mirror_max_bytes * PARSED_FACTOR + CALL_OVERHEAD)
+    backlog = settings.record_backlog_bytes * PARSED_FACTOR  # items count ROW_OVERHEAD each already
+    parts = {
+        "lanes": lanes,
+        "calls in flight": calls,
+        "row backlog": backlog,
+        "drop summaries": DROP_KEYS * 200,
+        "journal buffer": records.buffer_bytes,
+        "roll-over (segment read, Arrow table, Parquet)": 3 * records.roll_bytes,
+        "hand-off read (one exchange at a time)": 2 * settings.mirror_max_bytes * PARSED_FACTOR,
+        "API bodies being read": api_requests * settings.max_body_bytes * (1 + PARSED_FACTOR),
+    }
+    relay = {
+        "relay hand-off buffer": settings.proxy_handoff_bytes + 2 * settings.mirror_max_bytes,
+        "relay connections": connections * (2 * settings.mirror_max_bytes + 2 * HEAD_LIMIT
+                                            + 2 * TRANSPORT_HIGH_WATER),
+    }
+    return {**parts, **relay, "sidecar": sum(parts.values()), "relay": sum(relay.values())}
