@@ -26,13 +26,19 @@ WEEK = "2026-W48"
 CLI = [str(Path(sys.executable).with_name("semif-shadow"))]
 
 
-def prepare(decisions: int, work: Path) -> tuple[Path, float]:
-    """Generate ``decisions`` records over five weeks and run the pipelines; the marts folder and seconds."""
-    records, marts = work / f"records-{decisions}", work / f"marts-{decisions}"
+def prepare(decisions: int, work: Path, *, challenger: bool) -> tuple[Path, float]:
+    """Generate ``decisions`` records over five weeks and run the pipelines; the marts folder and seconds.
+
+    ``challenger``: a second candidate on the same decisions and an identity change in the second week
+    (every chart and table of the report then has something to show).
+    """
+    suffix = "-ab" if challenger else ""
+    records, marts = work / f"records-{decisions}{suffix}", work / f"marts-{decisions}{suffix}"
     if not (marts / "funnel").exists():
         shutil.rmtree(records, ignore_errors=True)
+        extra = ["--challenger", "--identity-change-week", "1"] if challenger else []
         subprocess.run([*CLI, "pipelines", "generate", "--root", str(records),  # noqa: S603
-                        "--decisions", str(decisions)], check=True)
+                        "--decisions", str(decisions), *extra], check=True)
         started = time.perf_counter()
         subprocess.run([*CLI, "pipelines", "run", "--root", str(records), "--since", "2026-W44",  # noqa: S603
                         "--until", WEEK, "--out", str(marts), "--as-of", "2027-01-31T00:00:00Z"], check=True)
@@ -59,11 +65,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, action="append", help="offered decisions (repeatable)")
     parser.add_argument("--work", type=Path, default=Path("review-bench"))
+    parser.add_argument("--challenger", action="store_true",
+                        help="two candidates on the same decisions and an identity change")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
     for decisions in args.decisions or [1_000_000]:
-        marts, pipeline_s = prepare(decisions, args.work)
+        marts, pipeline_s = prepare(decisions, args.work, challenger=args.challenger)
         rows.append((decisions, pipeline_s, *measure(marts, args.work / f"review-{decisions}.html")))
     header = ("decisions", "pipelines s", "read s", "review s", "write s", "HTML MB")
     print("{:>11} {:>11} {:>7} {:>8} {:>7} {:>7}".format(*header))
