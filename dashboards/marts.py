@@ -44,10 +44,11 @@ MARTS = (
     "thresholds",
     "risk_coverage",
     "selective",
-    "severe_errors",
     "latency",
     "cost",
 )
+# Not read: `severe_errors` lists decisions (it grows with them); the verdict takes its count from
+# `agreement`, so the report stays aggregates only.
 OPTIONAL_MARTS = ("identities", "identity_changes", "paired")
 """Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""
 
