@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")]
 Backend = Literal["local", "semif_http", "sagemaker", "chat"]
+AnswerMode = Literal["json_schema", "json_object", "grammar", "free_text"]
 MAX_CHALLENGERS = 8
 
 
@@ -92,6 +93,14 @@ class Scorer(_Strict):
     backoff_base_s: Annotated[float, Field(ge=0)] = 0.05
     backoff_max_s: Annotated[float, Field(ge=0)] = 2.0
     max_tokens: Annotated[int, Field(ge=1, le=4096)] = 16
+    answer_mode: AnswerMode = Field(
+        default="json_schema",
+        description="chat: how the answer is held to the option ids (json_schema: OpenAI/vLLM/llama.cpp "
+        "response_format; json_object: llama-cpp-python's server; grammar: GBNF; free_text: none)",
+    )
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] = Field(
+        default=20, description="chat: alternatives per token asked for, for option probabilities (0: none)"
+    )
 
     @model_validator(mode="after")
     def _endpoint_fits_backend(self) -> Scorer:

@@ -6,45 +6,22 @@ the sample size it shows, and the numbers behind it as a small table. No chart h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import altair as alt
 import numpy as np
 import pandas as pd
-import vl_convert
 
-from dashboards.errors import RenderFailed
+from dashboards.comparison import paired
 from dashboards.marts import ALL, CANDIDATE
+from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from dashboards.marts import Marts
 
-WIDTH, HEIGHT = 360, 220
 Z95 = 1.959964
-
-
-@dataclass(frozen=True)
-class Chart:
-    """One rendered chart: a name, a title, its sample size, the SVG and the numbers behind it."""
-
-    name: str
-    title: str
-    sample: str
-    svg: str
-    table: pd.DataFrame
-
-
-def render(name: str, title: str, sample: str, chart: alt.TopLevelMixin, table: pd.DataFrame) -> Chart:
-    """Render a chart to SVG with vl-convert (no network); the title carries the sample size."""
-    spec = chart.properties(title=alt.TitleParams(title, subtitle=sample)).to_dict()
-    try:
-        svg = vl_convert.vegalite_to_svg(spec)
-    except (ValueError, RuntimeError) as exc:
-        raise RenderFailed(f"chart {name}: {exc}") from exc
-    return Chart(name, title, sample, svg, table)
 
 
 def _type(frame: pd.DataFrame, decision_type: str, *, candidates: bool = True) -> pd.DataFrame:
@@ -214,9 +191,11 @@ def risk_coverage(marts: Marts, decision_type: str) -> Chart:
         [CANDIDATE, "coverage", "selective_risk", "accepted"]
     ]
     enc = {"color": alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom"))}
-    curve = (
-        alt.Chart(table)
-        .mark_line()
+    curve = alt.Chart(table).mark_line().encode(x="coverage:Q", y="selective_risk:Q", **enc)
+    steps = table[(table["threshold"] * 100).round() % 5 == 0]  # hover points every 0.05 of threshold
+    marks = (
+        alt.Chart(steps)
+        .mark_circle(size=14)
         .encode(x="coverage:Q", y="selective_risk:Q", tooltip=list(table.columns), **enc)
     )
     point = (
@@ -228,7 +207,7 @@ def risk_coverage(marts: Marts, decision_type: str) -> Chart:
         "risk_coverage",
         "Risk-coverage (◆ policy)",
         f"n = {int(t.groupby(CANDIDATE)['accepted'].max().sum()):,} labelled",
-        (curve + point).properties(width=WIDTH, height=HEIGHT),
+        (curve + marks + point).properties(width=WIDTH, height=HEIGHT),
         table,
     )
 
@@ -300,6 +279,7 @@ BUILDERS: tuple[Callable[[Marts, str], Chart], ...] = (
     ece,
     psi,
     risk_coverage,
+    paired,
     latency,
     cost,
 )

@@ -26,6 +26,18 @@ import click
     default=None,
     help="Review rules and budgets (YAML); defaults in docs/review.md.",
 )
+@click.option(
+    "--policy",
+    "policy_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A semif.policy/v1 file (`pipelines policy choose` on an earlier week), replayed on the review "
+    "week for the go rule; repeatable (one per decision type and identity). Needs --records.",
+)
+@click.option(
+    "--records", default=None, help="The records root the policies are replayed on (folder or s3://)."
+)
+@click.option("--as-of", default=None, help="Replay with outcomes known at this ISO time (default: now).")
 @click.option("--s3-endpoint", default=None, envvar="PIPELINES_S3_ENDPOINT", help="S3 endpoint override.")
 @click.option("--s3-region", default="us-east-1", show_default=True, envvar="PIPELINES_S3_REGION")
 def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
@@ -33,6 +45,9 @@ def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     week: str,
     out: str,
     config_path: Path | None,
+    policy_paths: tuple[Path, ...],
+    records: str | None,
+    as_of: str | None,
     s3_endpoint: str | None,
     s3_region: str,
 ) -> None:
@@ -41,10 +56,12 @@ def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     \b
     Example:
       semif-shadow review --marts pipelines-out --week 2026-W48 --out review.html
+      semif-shadow review --marts pipelines-out --week 2026-W48 --policy ticket_routing.json --records records
     """
     from dashboards.config import load_config  # noqa: PLC0415  (keep --help fast)
     from dashboards.errors import DashboardsError  # noqa: PLC0415
     from dashboards.marts import load_marts  # noqa: PLC0415
+    from dashboards.policies import replay_policies  # noqa: PLC0415
     from dashboards.report import review as build  # noqa: PLC0415
     from dashboards.report import to_html, to_markdown  # noqa: PLC0415
     from pipelines.errors import PipelinesError  # noqa: PLC0415
@@ -55,8 +72,16 @@ def review(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
         parse_week(week, "week")
     except PipelinesError as exc:
         raise click.UsageError(str(exc)) from exc
+    if policy_paths and records is None:
+        raise click.UsageError("--policy needs --records: the policy is replayed on the week's decisions")
     try:
-        result = build(load_marts(marts_uri, week, s3_endpoint, s3_region), load_config(config_path))
+        config, marts = load_config(config_path), load_marts(marts_uri, week, s3_endpoint, s3_region)
+        replayed = (
+            replay_policies(policy_paths, records, week, as_of=as_of, s3_endpoint=s3_endpoint)
+            if policy_paths and records is not None
+            else []
+        )
+        result = build(marts, config, replayed)
     except DashboardsError as exc:
         raise click.ClickException(str(exc)) from exc
     html, markdown = to_html(result), to_markdown(result)

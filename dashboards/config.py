@@ -46,6 +46,11 @@ class ReviewConfig(BaseModel):
         0.01, gt=0, description="cost per accepted decision (USD) above which the verdict is reject"
     )
     block_on_ece_alert: bool = Field(default=True, description="an ECE alert in the week prevents go")
+    require_policy: bool = Field(
+        default=True,
+        description="go needs an out-of-sample policy replayed on the week (--policy); "
+        "false: the week's own in-sample thresholds may give go",
+    )
     block_on_psi_band: str = Field(
         "significant", pattern="^(moderate|significant)$", description="PSI band from which go is prevented"
     )

@@ -3,7 +3,8 @@
 DashboardsError
 ├── MartsMissing     the marts (or the review week) cannot be read
 ├── BadReviewConfig  the review config file does not validate
-└── RenderFailed     a chart could not be rendered
+├── RenderFailed     a chart could not be rendered
+└── BadPolicy        a policy file cannot be read or replayed on the review week
 """
 
 from __future__ import annotations
@@ -23,3 +24,7 @@ class BadReviewConfig(DashboardsError):
 
 class RenderFailed(DashboardsError):
     """A chart could not be rendered."""
+
+
+class BadPolicy(DashboardsError):
+    """A policy file cannot be read or replayed on the review week."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from dashboards.marts import Marts
+    from dashboards.policies import Replayed
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Evidence:
     at_min_coverage: tuple[int, int] | None
     """``(accepted, accepted_correct)`` at the highest threshold reaching the minimum coverage."""
     notes: tuple[str, ...] = field(default=())
+    policy: Replayed | None = None
+    """The candidate identity's policy replayed on the review week, if one was given."""
 
 
 def _one(frame: pd.DataFrame, decision_type: str, candidate: str) -> pd.Series | None:
@@ -68,8 +71,10 @@ def at_coverage(marts: Marts, decision_type: str, candidate: str, coverage: floa
     return int(best["accepted"]), int(best["accepted_correct"])
 
 
-def gather(marts: Marts, decision_type: str, candidate: str, min_coverage: float) -> Evidence:
-    """The evidence for one decision type and candidate in the review week."""
+def gather(
+    marts: Marts, decision_type: str, candidate: str, min_coverage: float, policy: Replayed | None = None
+) -> Evidence:
+    """The evidence for one decision type and candidate in the review week (``policy``: its replay)."""
     agreement = _one(marts.of_week("agreement"), decision_type, candidate)
     selective = _one(marts.of_week("selective"), decision_type, candidate)
     drift = _one(marts.of_week("drift"), decision_type, candidate)
@@ -103,6 +108,12 @@ def gather(marts: Marts, decision_type: str, candidate: str, min_coverage: float
         notes=(
             "latency: the decision type's worst fleet (today's marts do not split latency by candidate)",
             "cost: every row of the candidate's model name (today's marts price by model name)",
-            "thresholds are calibrated and evaluated on the same week (in-sample)",
+            (
+                f"precision and coverage: policy chosen on {policy.policy.chosen_on}, "
+                f"replayed on {marts.week}"
+                if policy is not None and not policy.in_sample
+                else "precision and coverage: thresholds chosen and evaluated on the same week (in-sample)"
+            ),
         ),
+        policy=policy,
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 
 from dashboards.errors import MartsMissing
 from pipelines.errors import PipelinesError
@@ -28,8 +29,10 @@ CANDIDATE = "candidate"
 """The report's name for the grouping key (today the marts' ``model_key``)."""
 ALL = "*"
 """The candidate value that sums every candidate."""
-SOURCE_COLUMNS = {"model_key": CANDIDATE}
-"""Mart column -> report column; the marts' own names stop here."""
+CANDIDATE_NAME = "candidate_name"
+"""The candidate's own name (``default``, ``challenger``): the marts' ``candidate`` column."""
+SOURCE_COLUMNS = {"candidate": CANDIDATE_NAME, "model_key": CANDIDATE}
+"""Mart column -> report column (applied in this order); the marts' own names stop here."""
 MARTS = (
     "funnel",
     "funnel_reasons",
@@ -41,10 +44,13 @@ MARTS = (
     "thresholds",
     "risk_coverage",
     "selective",
-    "severe_errors",
     "latency",
     "cost",
 )
+# Not read: `severe_errors` lists decisions (it grows with them); the verdict takes its count from
+# `agreement`, so the report stays aggregates only.
+OPTIONAL_MARTS = ("identities", "identity_changes", "paired")
+"""Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""
 
 
 @dataclass(frozen=True)
@@ -106,20 +112,49 @@ class Marts:
         """The decision types with a funnel row in the review week."""
         return sorted(self.of_week("funnel")["decision_type"].unique())
 
-    def identity_changes(self, decision_type: str) -> pd.DataFrame:  # noqa: ARG002  (marts lack it yet)
-        """Weeks in which a candidate changed identity: empty until the marts carry ``identity_changes``."""
-        return pd.DataFrame(columns=["week", CANDIDATE, "before", "after"])
+    def identities(self, decision_type: str) -> pd.DataFrame:
+        """The identities scored in the review week: key, parts, first and last seen, decisions scored."""
+        frame = self.of_week("identities")
+        if frame.empty:
+            return frame
+        columns = [CANDIDATE, CANDIDATE_NAME, "model_identity_sha256", "first_seen", "last_seen", "scored"]
+        rows = frame[frame["decision_type"] == decision_type][columns]
+        return rows.sort_values(CANDIDATE).reset_index(drop=True)
+
+    def identity_changes(self, decision_type: str) -> pd.DataFrame:
+        """Identity changes in the review week, one row per changed field (empty without the mart)."""
+        frame = self.of_week("identity_changes")
+        columns = [
+            CANDIDATE_NAME,
+            "changed_at",
+            "from_identity_sha256",
+            "to_identity_sha256",
+            "field",
+            "before",
+            "after",
+        ]
+        if frame.empty:
+            return pd.DataFrame(columns=columns)
+        rows = frame[frame["decision_type"] == decision_type][columns]
+        return rows.sort_values(["changed_at", "field"]).reset_index(drop=True)
 
 
-def read_mart(root: Root, mart: str, week: str) -> pd.DataFrame:
-    """One mart's weeks up to and including ``week``; raise ``MartsMissing`` if it is absent."""
+def read_mart(root: Root, mart: str, week: str, *, optional: bool = False) -> pd.DataFrame:
+    """One mart's weeks up to and including ``week``; raise ``MartsMissing`` if it is absent.
+
+    ``optional``: an absent mart is an empty frame instead.
+    """
     path = root.join(mart)
+    if optional and root.fs.get_file_info(path).type != pafs.FileType.Directory:
+        return pd.DataFrame(columns=["decision_type", "week"])
     try:
         dataset = pads.dataset(path, filesystem=root.fs, format="parquet", partitioning="hive")
         table = dataset.to_table(filter=pads.field("week") <= week)
     except (pa.ArrowException, OSError, FileNotFoundError) as exc:
         raise MartsMissing(f"cannot read mart {mart!r} under {root.uri}: {exc}") from exc
-    frame = table.to_pandas().rename(columns=SOURCE_COLUMNS)
+    frame = table.to_pandas()
+    for source, column in SOURCE_COLUMNS.items():
+        frame = frame.rename(columns={source: column})
     if "week" in frame:
         frame["week"] = frame["week"].astype(str)
     return frame
@@ -132,6 +167,7 @@ def load_marts(uri: str, week: str, s3_endpoint: str | None = None, s3_region: s
     except PipelinesError as exc:
         raise MartsMissing(f"cannot open marts {uri!r}: {exc}") from exc
     frames = {mart: read_mart(root, mart, week) for mart in MARTS}
+    frames |= {mart: read_mart(root, mart, week, optional=True) for mart in OPTIONAL_MARTS}
     if not (frames["funnel"]["week"] == week).any():
         raise MartsMissing(f"no funnel rows for {week} under {uri}")
     return Marts(frames, week, uri)

@@ -8,7 +8,7 @@ more are needed. Statistical rules need ``min_labelled`` labels before they can 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -117,22 +117,65 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
     return checks
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """What the go rule's precision and coverage are computed on, and where it comes from."""
+
+    correct: int
+    labelled: int
+    coverage: float
+    source: str
+    out_of_sample: bool = field(kw_only=True)
+
+
+def accepted_of(e: Evidence) -> Accepted:
+    """The policy's replay on the review week when it is out of sample, else the week's own thresholds."""
+    if e.policy is not None and not e.policy.in_sample:
+        p = e.policy
+        source = f"out of sample: policy chosen on {p.policy.chosen_on}, replayed on {p.week}"
+        return Accepted(
+            p.count("accepted_correct"), p.count("accepted_labelled"), p.coverage, source, out_of_sample=True
+        )
+    source = "in-sample: the week's own thresholds" + (
+        f" (the policy was chosen on {e.policy.week} itself)" if e.policy is not None else ""
+    )
+    return Accepted(e.accepted_correct, e.accepted_labelled, e.coverage, source, out_of_sample=False)
+
+
 def go_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
     """Rules that must all hold for go."""
-    low, _ = clopper_pearson(e.accepted_correct, e.accepted_labelled, c.confidence)
+    a = accepted_of(e)
+    low, _ = clopper_pearson(a.correct, a.labelled, c.confidence)
     blocking = {"moderate": {"moderate", "significant"}, "significant": {"significant"}}[c.block_on_psi_band]
+    policy = (
+        [
+            Check(
+                "out-of-sample policy",
+                a.out_of_sample,
+                a.source
+                + (
+                    ""
+                    if a.out_of_sample
+                    else "; go needs a policy chosen on another week (--policy), or require_policy: false"
+                ),
+            )
+        ]
+        if c.require_policy
+        else []
+    )
     return [
         Check("enough labels", e.labelled >= c.min_labelled, f"{e.labelled} labelled, need {c.min_labelled}"),
+        *policy,
         Check(
             "precision lower bound meets target",
             low >= c.precision_target,
-            f"{e.accepted_correct}/{e.accepted_labelled} accepted correct, lower bound {low:.3f} "
+            f"{a.source}: {a.correct}/{a.labelled} accepted correct, lower bound {low:.3f} "
             f"vs target {c.precision_target}",
         ),
         Check(
             "coverage above minimum",
-            e.coverage >= c.min_coverage,
-            f"coverage {e.coverage:.1%}, minimum {c.min_coverage:.0%}",
+            a.coverage >= c.min_coverage,
+            f"coverage {a.coverage:.1%} ({a.source}), minimum {c.min_coverage:.0%}",
         ),
         Check(
             "no ECE alert",
@@ -172,10 +215,11 @@ def decide(e: Evidence, c: ReviewConfig) -> Verdict:
     if not failed:
         return Verdict(Decision.GO, ("every go rule holds",), checks, 0)
     needed = max(0, c.min_labelled - e.labelled)
-    precision = e.accepted_correct / e.accepted_labelled if e.accepted_labelled else 0.0
-    more = labels_for_bound(precision, e.accepted_labelled, c.precision_target, c.confidence)
+    a = accepted_of(e)
+    precision = a.correct / a.labelled if a.labelled else 0.0
+    more = labels_for_bound(precision, a.labelled, c.precision_target, c.confidence)
     if more > 0:
-        share = e.accepted_labelled / e.labelled if e.labelled else 1.0
+        share = a.labelled / e.labelled if e.labelled else 1.0
         needed = max(needed, math.ceil(more / share))
     if needed:
         failed.append(

@@ -12,12 +12,13 @@ if TYPE_CHECKING:
     from scorer.settings import ScorerSettings
     from shadow.backends.base import Backend
 
-BackendKey = tuple[str, str, str | None, str, str | None]
+BackendKey = tuple[str, str, str | None, str, str | None, str, int]
 
 
 def backend_key(scorer: Scorer) -> BackendKey:
     """What makes two catalog scorers the same client."""
-    return (scorer.backend, scorer.endpoint, scorer.endpoint_url, scorer.region, scorer.model)
+    return (scorer.backend, scorer.endpoint, scorer.endpoint_url, scorer.region, scorer.model,
+            scorer.answer_mode, scorer.top_logprobs)
 
 
 def make_backend(scorer: Scorer, scorer_settings: ScorerSettings | None) -> Backend:
@@ -37,7 +38,8 @@ def make_backend(scorer: Scorer, scorer_settings: ScorerSettings | None) -> Back
     if scorer.backend == "chat":
         from shadow.backends.chat import ChatBackend  # noqa: PLC0415
 
-        return ChatBackend(scorer.endpoint, scorer.model, scorer.max_tokens)
+        return ChatBackend(scorer.endpoint, scorer.model, scorer.max_tokens, scorer.answer_mode,
+                           scorer.top_logprobs)
     from shadow.backends.sagemaker import SageMakerBackend  # noqa: PLC0415
 
     return SageMakerBackend(scorer.endpoint, scorer.region, scorer.endpoint_url, scorer.timeout_s)

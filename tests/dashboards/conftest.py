@@ -10,7 +10,7 @@ import pytest
 from dashboards.config import DEFAULTS
 from dashboards.marts import load_marts
 from dashboards.report import review
-from pipelines import runner
+from pipelines import runner, synth
 from pipelines.generate import Plan, generate
 from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
@@ -23,15 +23,30 @@ if TYPE_CHECKING:
     from dashboards.report import Review
 
 WEEK = "2026-W48"
-PLAN = Plan(decisions=20_000, weeks=5, drift_week=4, seed=5)
+PLAN = Plan(
+    decisions=20_000,
+    weeks=5,
+    drift_week=4,
+    seed=5,
+    knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=4)),
+)
+"""Two candidates (``default``, ``challenger``) on the same decisions; W48 drifted, and ``default``'s KV
+type changes on its Thursday."""
 AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="session")
-def marts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every mart over 2026-W44..W48 of 20,000 generated decisions (two models; W48 drifted)."""
-    records, out = tmp_path_factory.mktemp("records"), tmp_path_factory.mktemp("marts")
+def records_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20,000 generated decisions over 2026-W44..W48 (``PLAN``)."""
+    records = tmp_path_factory.mktemp("records")
     generate(open_root(str(records)), PLAN)
+    return records
+
+
+@pytest.fixture(scope="session")
+def marts_dir(records_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every mart over 2026-W44..W48 of the generated records."""
+    records, out = records_dir, tmp_path_factory.mktemp("marts")
     settings = PipelineSettings()
     span = window(
         "2026-W44", WEEK, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days)

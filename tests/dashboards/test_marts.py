@@ -9,7 +9,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from dashboards.errors import MartsMissing
-from dashboards.marts import CANDIDATE, MARTS, identity_of, load_marts
+from dashboards.marts import CANDIDATE, MARTS, OPTIONAL_MARTS, identity_of, load_marts
 from tests.dashboards.conftest import WEEK
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
@@ -23,11 +23,11 @@ def test_s3_marts_read_the_same_as_local(moto: MotoServer, marts_dir: Path) -> N
     """Marts copied to a moto bucket load, through pyarrow's S3FileSystem, into the same frames."""
     boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1").create_bucket(Bucket="marts")
     s3 = pafs.S3FileSystem(endpoint_override=moto.endpoint, region="us-east-1")
-    for mart in MARTS:
+    for mart in (*MARTS, *OPTIONAL_MARTS):
         pafs.copy_files(str(marts_dir / mart), f"marts/out/{mart}", destination_filesystem=s3)
     local = load_marts(str(marts_dir), WEEK)
     remote = load_marts("s3://marts/out", WEEK, moto.endpoint)
-    for mart in MARTS:
+    for mart in (*MARTS, *OPTIONAL_MARTS):
         key = [c for c in ("week", "decision_type", CANDIDATE) if c in local[mart]]
         left = local[mart].sort_values(key, kind="stable").reset_index(drop=True)
         right = remote[mart].sort_values(key, kind="stable").reset_index(drop=True)
@@ -41,7 +41,7 @@ def test_the_grouping_key_is_renamed_and_parsed(marts_dir: Path) -> None:
     for decision_type in marts.decision_types():
         candidates = marts.candidates(decision_type)
         assert len(candidates) >= 2
-        assert all(identity_of(c).quantization == "Q4_K_M" for c in candidates)
+        assert {identity_of(c).quantization for c in candidates} == {"Q4_K_M", "Q8_0"}
         assert all(identity_of(c).device in {"cpu", "cuda"} for c in candidates)
 
 
@@ -53,3 +53,15 @@ def test_a_missing_folder_or_week_is_one_error(marts_dir: Path, tmp_path: Path) 
         load_marts("gs://bucket/marts", WEEK)
     with pytest.raises(MartsMissing, match="2030-W01"):
         load_marts(str(marts_dir), "2030-W01")
+
+
+def test_marts_of_an_older_pipelines_lack_the_identity_marts(marts_dir: Path, tmp_path: Path) -> None:
+    """Without `identities`, `identity_changes` and `paired` the review still loads: they read as empty."""
+    old = tmp_path / "old"
+    for mart in MARTS:
+        pafs.copy_files(str(marts_dir / mart), str(old / mart))
+    marts = load_marts(str(old), WEEK)
+    decision_type = marts.decision_types()[0]
+    assert marts.identity_changes(decision_type).empty
+    assert marts.identities(decision_type).empty
+    assert marts.of_week("paired").empty

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from dashboards.charts import BUILDERS
 from dashboards.cli import review as review_command
+from dashboards.marts import CANDIDATE, load_marts
 from dashboards.report import to_html, to_markdown
 from tests.dashboards.browser import chromium, load
 from tests.dashboards.conftest import WEEK
@@ -24,6 +26,19 @@ CHARTS_STATE = (
     " charts: Array.from(document.querySelectorAll('figure.chart')).map("
     "f => [f.dataset.chart, f.dataset.rendered, f.querySelectorAll('svg path, svg rect').length])})"
 )
+TOOLTIPS_STATE = """JSON.stringify(Array.from(document.querySelectorAll('figure.chart')).map(f => {
+  const titled = Array.from(f.querySelectorAll('svg [role=graphics-symbol] > title'));
+  const hovered = titled.filter(t => {
+    const mark = t.parentElement;
+    mark.scrollIntoView({block: 'center', inline: 'center'});
+    const box = mark.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) return false;
+    const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+    const owner = hit && hit.closest('[role=graphics-symbol]');
+    return owner !== null && owner.querySelector(':scope > title') !== null;
+  });
+  return [f.dataset.chart, titled.length, hovered.length, titled.length ? titled[0].textContent : ''];
+}))"""
 
 
 def test_every_chart_renders_in_headless_chromium_without_console_errors(
@@ -39,12 +54,34 @@ def test_every_chart_renders_in_headless_chromium_without_console_errors(
     shot.write_bytes(page.screenshot)
     assert page.errors == []
     assert page.result is not None
-    state = __import__("json").loads(page.result)
+    state = json.loads(page.result)
     assert state["ready"] == "yes"
     expected = len(BUILDERS) * len(generated_review.sections)
     assert len(state["charts"]) == expected
     assert all(rendered == "yes" and marks > 0 for _, rendered, marks in state["charts"])
     assert page.screenshot.startswith(b"\x89PNG")
+
+
+def test_every_chart_has_tooltips_that_the_pointer_reaches_in_chromium(
+    generated_review: Review, tmp_path: Path
+) -> None:
+    """Each chart's marks carry an SVG <title> with their numbers, and one sits under the pointer.
+
+    vl-convert's SVG is static (no Vega tooltip handler): the tooltip is the browser's own, from the
+    <title> child of a mark; hit-testing the mark's centre proves no other layer hides it.
+    """
+    if chromium() is None:
+        pytest.fail("chromium is not installed: `make` installs it (apt-get install -y chromium)")
+    page_path = tmp_path / "review.html"
+    page_path.write_text(to_html(generated_review), encoding="utf-8")
+    page = load(page_path, TOOLTIPS_STATE)
+    assert page.errors == []
+    charts = json.loads(page.result)
+    assert len(charts) == len(BUILDERS) * len(generated_review.sections)
+    for name, titled, hovered, first in charts:
+        assert titled > 0, name
+        assert hovered > 0, name
+        assert re.search(r"\w+: [-\w.]+", first), (name, first)
 
 
 def test_the_report_is_self_contained(generated_review: Review) -> None:
@@ -58,10 +95,10 @@ def test_the_report_is_self_contained(generated_review: Review) -> None:
 def test_the_drifted_week_blocks_go_on_the_ece_alert(generated_review: Review) -> None:
     """In the drifted week the ECE alert fails a go check for some candidate of each type; none is go.
 
-    The generated records hold two models on two devices: four identities, each its own candidate.
+    Every identity of the week (the `identities` mart) has its own verdict.
     """
     for section in generated_review.sections:
-        assert len(section.verdicts) == 4
+        assert set(section.verdicts) == set(section.identities[CANDIDATE])
         assert all(verdict.decision != "go" for verdict in section.verdicts.values())
         ece = [k.passed for v in section.verdicts.values() for k in v.checks if k.rule == "no ECE alert"]
         assert False in ece
@@ -97,3 +134,43 @@ def test_the_command_writes_html_and_markdown(marts_dir: Path, tmp_path: Path) -
     malformed = CliRunner().invoke(review_command, ["--marts", str(marts_dir), "--week", "2026-48"])
     assert malformed.exit_code == 2
     assert "week" in malformed.output
+
+
+def test_an_identity_change_is_shown_and_not_blended(generated_review: Review) -> None:
+    """An identity change is named, and the old and new identities are judged apart.
+
+    ``default``'s KV type changes on W48's Thursday: the report says so, the old and new identities each
+    get their own verdict and line, and the summary names the change.
+    """
+    page, summary = to_html(generated_review), to_markdown(generated_review)
+    assert "Identity changed this week" in page
+    for section in generated_review.sections:
+        changes = section.changes
+        assert set(changes["field"]) == {"model.kv_type"}
+        assert set(changes["before"]) == {'"f16"'}
+        assert set(changes["after"]) == {'"q8_0"'}
+        keys = {c: c.rpartition("#")[2] for c in section.verdicts}
+        for row in changes.itertuples():
+            old = [c for c, sha in keys.items() if row.from_identity_sha256.startswith(sha)]
+            new = [c for c, sha in keys.items() if row.to_identity_sha256.startswith(sha)]
+            assert len(old) == len(new) == 1
+            assert old != new
+            assert any("model.kv_type" in line for line in section.changed(new[0]))
+        assert sum(
+            "identity change in " in line and "model.kv_type" in line for line in summary.splitlines()
+        ) >= len(changes)
+
+
+def test_the_paired_chart_shows_every_identity_pair_of_the_paired_mart(
+    generated_review: Review, marts_dir: Path
+) -> None:
+    """One row per identity pair (never the candidate-wide '*' rows), with the mart's own numbers."""
+    marts = load_marts(str(marts_dir), WEEK)
+    for section in generated_review.sections:
+        chart = next(c for c in section.charts if c.name == "paired")
+        mart = marts.of_week("paired")
+        mart = mart[(mart["decision_type"] == section.decision_type) & (mart["model_key_a"] != "*")]
+        assert len(chart.table) == len(mart) > 0
+        assert chart.table["paired"].sum() == mart["paired"].sum()
+        assert sorted(chart.table["mcnemar_p"]) == pytest.approx(sorted(mart["mcnemar_p"]))
+        assert chart.sample == f"n = {int(mart['paired'].sum()):,} paired decisions"

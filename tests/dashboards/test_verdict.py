@@ -12,7 +12,9 @@ from dashboards.config import DEFAULTS, ReviewConfig, load_config
 from dashboards.errors import BadReviewConfig
 from dashboards.evidence import gather
 from dashboards.marts import CANDIDATE, Marts
+from dashboards.policies import Replayed
 from dashboards.verdict import Decision, clopper_pearson, decide
+from pipelines.policy import Policy
 
 WEEK, TYPE, CAND = "2026-W48", "routing", "gemma@abcdef123456/Q4_K_M"
 
@@ -77,9 +79,33 @@ def crafted(
     return Marts(frames, WEEK, "crafted")
 
 
-def verdict_of(marts: Marts, config: ReviewConfig = DEFAULTS) -> tuple[Decision, tuple[str, ...], int]:
+def replayed(
+    *,
+    accepted_labelled: int = 1000,
+    accepted_correct: int = 995,
+    coverage: float = 0.5,
+    chosen_on: str = "2026-W47",
+) -> Replayed:
+    """A policy of the crafted candidate chosen on ``chosen_on``; its replay's counts on the review week."""
+    policy = Policy(TYPE, "default", "ab" * 32, CAND, chosen_on, "2027-01-31", 0.95, 0.05, 100, "review")
+    result = {
+        "accepted": 2 * accepted_labelled,
+        "accepted_labelled": accepted_labelled,
+        "accepted_correct": accepted_correct,
+        "coverage": coverage,
+    }
+    return Replayed(policy, WEEK, result)
+
+
+IN_SAMPLE = DEFAULTS.model_copy(update={"require_policy": False})
+"""The rules with go allowed on the week's own (in-sample) thresholds."""
+
+
+def verdict_of(
+    marts: Marts, config: ReviewConfig = IN_SAMPLE, policy: Replayed | None = None
+) -> tuple[Decision, tuple[str, ...], int]:
     """Decide the crafted candidate."""
-    v = decide(gather(marts, TYPE, CAND, config.min_coverage), config)
+    v = decide(gather(marts, TYPE, CAND, config.min_coverage, policy), config)
     return v.decision, v.reasons, v.labels_needed
 
 
@@ -87,6 +113,35 @@ def test_go_when_every_rule_holds() -> None:
     """995/1000 accepted correct (lower bound 0.988), 50% coverage, no alert, within budgets: go."""
     decision, reasons, _ = verdict_of(crafted())
     assert decision is Decision.GO, reasons
+    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed())
+    assert decision is Decision.GO, reasons
+
+
+def test_by_default_go_needs_an_out_of_sample_policy() -> None:
+    """The same week without a policy, or with one chosen on the review week itself, waits by default."""
+    for policy in (None, replayed(chosen_on=WEEK)):
+        decision, reasons, _ = verdict_of(crafted(), DEFAULTS, policy)
+        assert decision is Decision.WAIT
+        assert any("out-of-sample policy" in r and "in-sample" in r for r in reasons), reasons
+
+
+def test_the_go_rule_reads_the_policy_replay_not_the_in_sample_numbers() -> None:
+    """In-sample 995/1000 but the policy on the review week 960/1000 (lower bound 0.946 < 0.95): wait.
+
+    And the other way round: in-sample 150 accepted (bound under target), the replay's 995/1000: go.
+    """
+    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed(accepted_correct=960))
+    assert decision is Decision.WAIT
+    assert any(
+        "precision lower bound" in r and "out of sample: policy chosen on 2026-W47" in r for r in reasons
+    )
+    decision, reasons, _ = verdict_of(
+        crafted(accepted_labelled=150, accepted_correct=146), DEFAULTS, replayed()
+    )
+    assert decision is Decision.GO, reasons
+    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed(coverage=0.1))
+    assert decision is Decision.WAIT
+    assert any("coverage above minimum" in r for r in reasons)
 
 
 @pytest.mark.parametrize(

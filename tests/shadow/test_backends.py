@@ -52,12 +52,12 @@ async def offer_and_collect(url: str, ids: list[str], wait_s: float = 0.3) -> No
 async def test_chat_backend_maps_answers_to_options(
         answer: str | None, status: str, proposal: str | None, faults: Faults, scorer_url: str,
         tmp_path: Path) -> None:
-    """The chat answer is mapped to an option by id or text (one-hot probabilities).
+    """In ``free_text`` mode the chat answer is mapped to an option by id or text (one-hot probabilities).
 
     An answer naming none or several options is ``invalid_response``.
     """
     faults.chat_answer = answer
-    dtype = ticket_type(scorer_url, scorer={"backend": "chat", "model": "fault"})
+    dtype = ticket_type(scorer_url, scorer={"backend": "chat", "model": "fault", "answer_mode": "free_text"})
     catalog = write_catalog(tmp_path, {"tickets": dtype})
     async with running_sidecar(settings_for(tmp_path, catalog)) as (url, _app):
         await offer_and_collect(url, ["c-1"])
