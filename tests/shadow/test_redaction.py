@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
+from semif_shadow.logs import JsonFormatter
 from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 from shadow.redaction import HASH_PREFIX, Redactor, ScrubFilter
@@ -84,9 +85,14 @@ def test_scrub_masks_field_values_and_values_seen_by_apply() -> None:
 
 @pytest.fixture
 def all_logs() -> Iterator[io.StringIO]:
-    """Every log line (DEBUG and up) emitted while the test runs, as text."""
+    """Every log line (DEBUG and up) emitted while the test runs, JSON-formatted (extra fields too).
+
+    The handler is on the root logger from the start, so a sidecar started inside the test installs its
+    scrub filter on it as on any handler of the process.
+    """
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     old_level = root.level
     root.addHandler(handler)
