@@ -6,6 +6,7 @@ and statsmodels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
 from scipy.stats import foldnorm
+from statsmodels.stats.proportion import proportion_confint
 
 from contracts.records import OUTCOMES, PROPOSALS
 
@@ -174,3 +176,55 @@ def current_rows(frame: pd.DataFrame, decision_type: str, week: str, model_key: 
     """The rows of ``week`` itself."""
     rows = frame[(frame.decision_type == decision_type) & (frame.week == week)]
     return rows if model_key == "*" else rows[rows.model_key == model_key]
+
+
+def expected_threshold(
+    rows: pd.DataFrame, alpha: float, target: float, grid: int
+) -> dict[str, object] | None:
+    """Fixed-sequence Clopper-Pearson search, written with numpy and statsmodels."""
+    cells = np.floor(rows.proposal_probability.to_numpy() * grid).astype(int)
+    correct = (rows.proposal == rows.outcome).to_numpy()
+    candidates = np.unique(cells)[::-1]
+    n_at_or_above = np.bincount(cells, minlength=grid + 1)[::-1].cumsum()[::-1]
+    x_at_or_above = np.bincount(cells, weights=correct, minlength=grid + 1)[::-1].cumsum()[::-1]
+    n, x = n_at_or_above[candidates], x_at_or_above[candidates].round().astype(int)
+    eligible = n >= math.log(alpha) / math.log(target)
+    candidates, n, x = candidates[eligible], n[eligible], x[eligible]
+    if not candidates.size:
+        return None
+    lower = np.nan_to_num(proportion_confint(x, n, alpha=2 * alpha, method="beta")[0])
+    failed = np.flatnonzero(lower < target)
+    passed = failed[0] if failed.size else candidates.size  # how many pass before the first failure
+    if passed == 0:
+        return None
+    i = passed - 1
+    return {
+        "grid_index": candidates[i],
+        "accepted": n[i],
+        "accepted_correct": x[i],
+        "precision_lower": lower[i],
+    }
+
+
+def reference_accepted(records: Records, alpha: float, target: float, grid: int = 100) -> pd.Series:
+    """Which scored decisions a per-option threshold accepts, every threshold found by `expected_threshold`.
+
+    Per decision type, week, model and proposed option, on the labelled decisions with the Bonferroni
+    alpha / options; applied to every scored decision of that group (a boolean per scored row).
+    """
+    scored = records.decisions[records.decisions.status == "scored"]
+    cells = np.floor(scored.proposal_probability.to_numpy() * grid)
+    accepted = np.zeros(len(scored), dtype=bool)
+    for (decision_type, week, model_key), group in records.labelled.groupby(
+        ["decision_type", "week", "model_key"]
+    ):
+        options = len(group.option_ids.iloc[0])
+        for option, rows in group.groupby("proposal"):
+            found = expected_threshold(rows, alpha / options, target, grid)
+            if found is None:
+                continue
+            accepted |= (
+                (scored.decision_type == decision_type) & (scored.week == week)
+                & (scored.model_key == model_key) & (scored.proposal == option)
+            ).to_numpy() & (cells >= found["grid_index"])
+    return pd.Series(accepted, index=scored.index)

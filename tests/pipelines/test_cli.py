@@ -9,11 +9,13 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from pipelines import runner
 from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
 from pipelines.source import register_window
 from pipelines.sqlmodels import ORDER, WINDOW_VARIABLES, mart_names
 from pipelines.storage import open_root
@@ -85,7 +87,11 @@ def test_the_printed_sql_run_elsewhere_gives_the_marts(records_root: Path, compu
 
 
 def test_generate_then_run_writes_the_marts(tmp_path: Path) -> None:
-    """`generate` then `run --week` on a small root writes a Parquet file per mart and the DuckDB file."""
+    """`generate` then `run --week` on a small root writes a Parquet file per mart and the DuckDB file.
+
+    ``--price ml.g6e.xlarge=3.0`` prices that instance's hours at $3.00 in the cost mart (the table says
+    $2.264); the other instances keep the table's price.
+    """
     runner = CliRunner()
     generated = runner.invoke(
         main,
@@ -125,6 +131,14 @@ def test_generate_then_run_writes_the_marts(tmp_path: Path) -> None:
     assert "2026-W48: final" in ran.output
     assert (tmp_path / "out" / "calibration" / "week=2026-W48" / "part-0.parquet").is_file()
     assert (tmp_path / "out" / "pipelines.duckdb").is_file()
+    cost = pq.read_table(tmp_path / "out" / "cost" / "week=2026-W48" / "part-0.parquet").to_pylist()
+    table_prices = load_prices(PipelineSettings().prices_file).instances
+    assert table_prices["ml.g6e.xlarge"] != 3.0
+    by_type = {row["instance_type"]: row for row in cost if row["instance_hours"]}
+    assert {"ml.g6e.xlarge", "ml.c6i.8xlarge"} <= by_type.keys()
+    for instance_type, row in by_type.items():  # the override moves its instance's cost, and only that
+        price = 3.0 if instance_type == "ml.g6e.xlarge" else table_prices[instance_type]
+        assert row["cost_usd"] == pytest.approx(row["instance_hours"] * price, rel=1e-12), instance_type
 
 
 @pytest.mark.parametrize(

@@ -125,3 +125,31 @@ async def test_overload_is_service_unavailable_and_botocore_retries(
         gate.set()
     assert (await blocker).status == 200
     assert (await queued).status == 200
+
+
+async def test_not_ready_is_429_model_not_ready(model_path: Path, aiohttp_client: ClientFactory) -> None:
+    """While the model loads, InvokeEndpoint is 429 ModelNotReadyException (SageMaker's mapping of 503).
+
+    The engine factory is held, so the model never loads during the test; /ping is 503 meanwhile.
+    """
+    loading = threading.Event()
+
+    def held(_settings: Any) -> Engine:
+        loading.wait(30)
+        raise RuntimeError("released by the test")
+
+    c = await aiohttp_client(init_app(settings_for(model_path), engine_factory=held))
+    rt = runtime_client(c)
+    try:
+        assert (await c.get("/ping")).status == 503
+        with pytest.raises(rt.exceptions.ModelNotReadyException) as info:
+            await asyncio.to_thread(
+                rt.invoke_endpoint,
+                EndpointName="semif-scorer",
+                ContentType="application/json",
+                Body=json.dumps(DECISION).encode(),
+            )
+        assert info.value.response["ResponseMetadata"]["HTTPStatusCode"] == 429
+        assert json.loads(info.value.response["Error"]["Message"])["error"]["code"] == "not_ready"
+    finally:
+        loading.set()

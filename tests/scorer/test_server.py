@@ -6,11 +6,13 @@ import asyncio
 import gzip
 import io
 import json
+import re
 import threading
 import zlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from llama_cpp import Llama
 
 from scorer.engine import Engine
 from scorer.server.app import init_app
@@ -88,17 +90,30 @@ async def test_semif_request_is_scored(client: TestClient) -> None:
     assert body["timing_ms"]["queue"] >= 0
 
 
-async def test_chat_body_is_answered_like_the_standard_container(client: TestClient) -> None:
-    """A messages body gets choices[0].message.content, honouring max_tokens."""
+async def test_chat_body_is_answered_like_the_standard_container(
+    client: TestClient, model_path: Path
+) -> None:
+    """A messages body gets choices[0].message.content: llama-cpp-python's greedy reply to the same turns."""
     response = await client.post(
         "/invocations",
         json={"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0},
     )
     assert response.status == 200
     body = await response.json()
-    assert isinstance(body["choices"][0]["message"]["content"], str)
-    assert body["choices"][0]["finish_reason"] in {"stop", "length"}
-    assert 1 <= body["usage"]["completion_tokens"] <= 8
+    # The reference: llama-cpp-python's own greedy completion of Gemma's turn format, written out here.
+    llm = Llama(str(model_path), n_ctx=1024, n_threads=2, verbose=False)
+    try:
+        ref = llm.create_completion(
+            "<start_of_turn>user\nSay hello.<end_of_turn>\n<start_of_turn>model\n",
+            max_tokens=8,
+            temperature=0,
+        )
+    finally:
+        llm.close()
+    assert body["choices"][0]["message"]["content"] == ref["choices"][0]["text"]
+    assert body["choices"][0]["finish_reason"] == ref["choices"][0]["finish_reason"]
+    assert body["usage"]["completion_tokens"] == ref["usage"]["completion_tokens"]
+    assert body["usage"]["prompt_tokens"] == ref["usage"]["prompt_tokens"]
 
 
 async def test_chat_stream_is_server_sent_events(client: TestClient) -> None:
@@ -231,11 +246,11 @@ async def test_prompt_too_long_is_a_400(model_path: Path, aiohttp_client: Client
     ]
     response = await c.post("/invocations", json={**DECISION, "options": options})
     assert response.status == 400
-    assert (await response.json())["error"] == {
-        "code": "prompt_too_long",
-        "message": (await response.json())["error"]["message"],
-        "field": "options",
-    }
+    error = (await response.json())["error"]
+    assert (error["code"], error["field"]) == ("prompt_too_long", "options")
+    needed = re.fullmatch(r"question and options need (\d+) tokens; the context holds 256", error["message"])
+    assert needed is not None, error["message"]
+    assert int(needed[1]) > 40 * 8  # forty options of at least eight tokens each
 
 
 async def test_metrics_expose_requests_queue_and_tokens(client: TestClient) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-MODES = ("healthy", "slow", "error", "overloaded", "reset", "throttled")
+MODES = ("healthy", "slow", "error", "overloaded", "reset", "throttled", "rejected")
 
 
 @dataclass
@@ -78,6 +78,9 @@ async def _fault(request: web.Request) -> web.Response | None:
     elif faults.mode == "throttled":
         return web.json_response({"error": {"code": "throttled", "message": "injected", "field": None}},
                                  status=429)
+    elif faults.mode == "rejected":
+        error = {"code": "invalid_request", "message": "injected", "field": "options"}
+        return web.json_response({"error": error}, status=400)
     elif faults.mode == "reset" and request.transport is not None:
         request.transport.close()
         return web.Response(status=500)

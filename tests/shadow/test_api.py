@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -52,7 +53,14 @@ async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_pa
     assert "a@b.c" not in rows["b-1"]["state"]
     assert '"customer_id":"hmac-sha256:' in rows["b-1"]["state"]
     assert rows["b-2"]["state"] == "free text"
-    assert rows["b-1"]["proposal"] in {"billing", "technical", "review"}
+    # The fault scorer's fixed logits: -0.1 per character of the option text, -0.01 per position.
+    logits = [-0.7, -1.71, -1.82]  # "Billing", "Technical support", "Needs human review"
+    weights = [math.exp(x) for x in logits]
+    assert rows["b-1"]["proposal"] == "billing"
+    assert rows["b-1"]["logits"] == pytest.approx(logits, abs=1e-12)
+    assert rows["b-1"]["probabilities"] == pytest.approx([w / sum(weights) for w in weights], abs=1e-12)
+    assert (rows["b-1"]["model_name"], rows["b-1"]["model_sha256"], rows["b-1"]["runtime_version"]) == (
+        "fault-injecting-scorer", "f" * 64, "fault/1")
     assert rows["b-1"]["config_sha256"] == rows["b-2"]["config_sha256"]
 
 

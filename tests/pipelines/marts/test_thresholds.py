@@ -2,48 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING
-
 import duckdb
-import numpy as np
 import pytest
-from statsmodels.stats.proportion import proportion_confint
 
 from pipelines.udfs import register_udfs
 from tests.pipelines.conftest import Computed, mart, model_sql
-from tests.pipelines.reference import Records, scope
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def expected_threshold(
-    rows: pd.DataFrame, alpha: float, target: float, grid: int
-) -> dict[str, object] | None:
-    """Fixed-sequence Clopper-Pearson search, written with numpy and statsmodels."""
-    cells = np.floor(rows.proposal_probability.to_numpy() * grid).astype(int)
-    correct = (rows.proposal == rows.outcome).to_numpy()
-    candidates = np.unique(cells)[::-1]
-    n_at_or_above = np.bincount(cells, minlength=grid + 1)[::-1].cumsum()[::-1]
-    x_at_or_above = np.bincount(cells, weights=correct, minlength=grid + 1)[::-1].cumsum()[::-1]
-    n, x = n_at_or_above[candidates], x_at_or_above[candidates].round().astype(int)
-    eligible = n >= math.log(alpha) / math.log(target)
-    candidates, n, x = candidates[eligible], n[eligible], x[eligible]
-    if not candidates.size:
-        return None
-    lower = np.nan_to_num(proportion_confint(x, n, alpha=2 * alpha, method="beta")[0])
-    failed = np.flatnonzero(lower < target)
-    passed = failed[0] if failed.size else candidates.size  # how many pass before the first failure
-    if passed == 0:
-        return None
-    i = passed - 1
-    return {
-        "grid_index": candidates[i],
-        "accepted": n[i],
-        "accepted_correct": x[i],
-        "precision_lower": lower[i],
-    }
+from tests.pipelines.reference import Records, expected_threshold, scope
 
 
 def test_thresholds_match_a_numpy_fixed_sequence_search(computed: Computed, records: Records) -> None:

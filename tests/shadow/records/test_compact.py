@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import collections
 import fcntl
+import itertools
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 from contracts.records import ADDED_IN_V1_1, PROPOSALS
@@ -64,16 +67,30 @@ async def test_compaction_merges_a_partition_and_deletes_sources_after_the_grace
     assert _ids(local_settings) == expected
 
 
-async def test_every_intermediate_state_shows_each_row_once(local_settings: RecordSettings) -> None:
-    """Merged file present with any subset of its sources still on disk: readers see each row once."""
+async def test_every_intermediate_state_shows_each_row_once(local_settings: RecordSettings,
+                                                           tmp_path: Path) -> None:
+    """Merged file present with any subset of its sources still on disk: readers see each row once.
+
+    Every subset, not one deletion order: the sources are set aside and each subset is linked back in
+    turn (deletion may stop, or a reader may list, at any point and in any order).
+    """
     await _many_small_files(local_settings, 0, 30)
     sources = _partition_files(local_settings)
+    assert 3 <= len(sources) <= 10, len(sources)  # 2^n states, each read once
     expected = sorted(f"d{i}" for i in range(30))
     fs, base = filesystem(local_settings)
     compact_root(fs, base, NOW, only="proposals/decision_type=route/date=2026-11-30")
-    for source in sources:  # the deletion phase, one file at a time
-        source.unlink()
-        assert _ids(local_settings) == expected
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for source in sources:
+        source.rename(aside / source.name)
+    for subset in itertools.product((False, True), repeat=len(sources)):
+        present = [source for source, keep in zip(sources, subset, strict=True) if keep]
+        for source in present:
+            os.link(aside / source.name, source)
+        assert _ids(local_settings) == expected, [source.name for source in present]
+        for source in present:
+            source.unlink()
 
 
 async def test_recompaction_covers_earlier_compact_files_transitively(local_settings: RecordSettings) -> None:
@@ -89,27 +106,68 @@ async def test_recompaction_covers_earlier_compact_files_transitively(local_sett
     assert _ids(local_settings) == sorted(f"d{i}" for i in range(40))
 
 
+class ReadGate:
+    """Lets the compaction go on only once a reader has completed a read that began after its last step."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.step = 0  # mutations so far
+        self.read_through = -1  # the latest step that a successful read began after
+        self.stop = False
+
+    def after_step(self) -> None:
+        """Called by the compaction after each change on disk: wait for a read of the new state."""
+        with self.changed:
+            self.step += 1
+            target = self.step
+            assert self.changed.wait_for(lambda: self.read_through >= target or self.stop, timeout=60)
+
+
+class GatedFileSystem(pafs.LocalFileSystem):
+    """The local filesystem, with a successful read of the state before and after every delete."""
+
+    def __init__(self, gate: ReadGate) -> None:
+        super().__init__()
+        self.gate = gate
+
+    def delete_file(self, path: str) -> None:
+        """Delete ``path`` between two observed states."""
+        self.gate.after_step()
+        super().delete_file(path)
+        self.gate.after_step()
+
+
 async def test_concurrent_readers_never_see_a_duplicate_or_a_gap(local_settings: RecordSettings) -> None:
     """Readers racing a writer and compactions: never a row twice, never a published row missing.
 
-    A reader thread reads all the time while a writer adds files and compactions merge and delete;
-    every completed read holds each row at most once and every row published before it began.
+    A reader thread reads all the time while a writer adds files and compactions merge and delete. The
+    compaction waits, before and after each delete, for a read that began after its last change to
+    succeed, so every state on disk is read at least once; every completed read holds each row at most
+    once and every row published before it began. A read may fail only because a file it listed was
+    deleted under it (FileNotFoundError), and then the next one must succeed.
     """
-    fs, base = filesystem(local_settings)
+    _, base = filesystem(local_settings)
+    gate = ReadGate()
+    fs = GatedFileSystem(gate)
     published: list[str] = []
-    stop, reads, bad = threading.Event(), collections.Counter[str](), []
+    reads, bad = collections.Counter[str](), []
 
     def reader() -> None:
-        while not stop.is_set():
+        while not gate.stop:
             known = set(published)
+            with gate.changed:
+                began = gate.step
             try:
                 ids = _ids(local_settings)
-            except OSError:  # a source deleted between listing and reading (grace 0): an error, not a lie
+            except FileNotFoundError:  # listed, then deleted (grace 0): an error, not a lie
                 reads["retried"] += 1
                 continue
             reads["ok"] += 1
             if len(ids) != len(set(ids)) or not known <= set(ids):
                 bad.append((len(ids), len(set(ids)), len(known - set(ids))))
+            with gate.changed:
+                gate.read_through = max(gate.read_through, began)
+                gate.changed.notify_all()
 
     thread = threading.Thread(target=reader)
     thread.start()
@@ -119,10 +177,14 @@ async def test_concurrent_readers_never_see_a_duplicate_or_a_gap(local_settings:
             published.extend(f"d{i}" for i in range(100 * round_, 100 * round_ + 25))
             compact_root(fs, base, CompactPolicy(min_age_s=0.0, grace_s=0.0))
     finally:
-        stop.set()
+        with gate.changed:
+            gate.stop = True
+            gate.changed.notify_all()
         thread.join()
-    assert reads["ok"] >= 1
+    assert gate.step >= 4 * 2 * 2  # at least two sources deleted per round, each observed both sides
+    assert gate.read_through == gate.step
     assert bad == []
+    assert reads["retried"] <= gate.step  # a failed read is followed by a good one before the next change
     assert _ids(local_settings) == sorted(published)
     assert len(_partition_files(local_settings)) == 1
 
