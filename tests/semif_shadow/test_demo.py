@@ -1,5 +1,8 @@
-"""`semif-shadow demo` end to end: what was sent is in the records, the marts match the records, the
-report matches the marts; and Ctrl-C leaves no process and no port behind."""
+"""`semif-shadow demo` end to end, and its clean-up.
+
+What was sent is in the records, the marts match the records, the report matches the marts; Ctrl-C
+leaves no process and no port behind.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +59,11 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> trial.Result:
 
 @pytest.mark.slow
 def test_records_hold_what_was_sent(demo_run: trial.Result) -> None:
-    """Each ticket sent is one proposals row per candidate, in its simulated week; each router answer is
-    an outcome (outside the options for out-of-scope actions); each ticket sent to review has its late
-    outcome, the truth, later than the decision."""
+    """Each ticket sent is one proposals row per candidate, in its simulated week.
+
+    Each router answer is an outcome (outside the options for out-of-scope actions); each ticket sent
+    to review has its late outcome, the truth, later than the router's.
+    """
     root = Path(demo_run.records_root)
     proposals, outcomes = records(root, "proposals"), records(root, "outcomes")
     sent = {s.ticket_id: s for s in demo_run.sent}
@@ -112,8 +117,10 @@ def test_marts_match_the_records(demo_run: trial.Result) -> None:
 
 @pytest.mark.slow
 def test_report_and_table_match_the_marts(demo_run: trial.Result) -> None:
-    """The review names each candidate's identity with a verdict and its labelled count; the terminal
-    table's numbers are the marts'."""
+    """The review names each candidate's identity and labelled count; the table's numbers are the marts'.
+
+    Each candidate has a verdict in the review's summary.
+    """
     week = demo_run.weeks[-1]
     html = demo_run.report.read_text(encoding="utf-8")
     md = demo_run.summary.read_text(encoding="utf-8")
