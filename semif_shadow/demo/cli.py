@@ -55,6 +55,7 @@ def demo(tickets: int, weeks: int, seed: int, workload: str, data: Path | None, 
     click.echo(f"\nWeek {result.weeks[-1]}, decision type ticket_routing "
                "(docs/quickstart.md says what each column means):\n")
     click.echo(summary.table(rows))
+    click.echo(summary.policy_line(result.policy))
     click.echo(f"\nRecords: {result.records_root}   marts: {result.marts}")
     click.echo(f"Report:  {result.report}  (open it in a browser: xdg-open {result.report})")
     click.echo(f"Done in {time.perf_counter() - started:.0f} s.")

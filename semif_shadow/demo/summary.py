@@ -153,3 +153,14 @@ def table(rows: list[Line]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" if i in {0, 6} else f"{{:>{w}}}" for i, w in enumerate(widths))
     rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
     return "\n".join([fmt.format(*header), rule, *(fmt.format(*b) for b in body)])
+
+
+def policy_line(policy: dict[str, Any]) -> str:
+    """The out-of-sample policy in one line (``pipelines policy replay``'s JSON)."""
+    head = (f"\nOut of sample: {policy['candidate']}'s thresholds chosen on {policy['chosen_on']}, "
+            f"replayed on {policy.get('week')}: ")
+    if not policy.get("accepted"):
+        return head + f"no decision accepted, all go to {policy.get('abstain_action')} (too few labels yet)"
+    return head + (f"coverage {policy.get('coverage', 0):.0%}, precision {policy.get('precision', 0):.2f} "
+                   f"[{policy.get('precision_low', 0):.2f}, {policy.get('precision_high', 1):.2f}] on "
+                   f"{policy.get('accepted_labelled')} accepted, labelled decisions")

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -78,6 +78,8 @@ class Result:
     catalog: Path
     s3_endpoint: str | None
     p95_ms: dict[str, float]
+    policy: dict[str, Any]
+    """The champion's thresholds chosen on the week before the last, replayed on the last (out of sample)."""
 
 
 def scorer_threads() -> int:
@@ -201,6 +203,20 @@ def _cli(args: list[str], what: str, env: dict[str, str], log: Path) -> None:
         raise DemoError(f"{what} failed with exit code {done.returncode}: see {log}")
 
 
+def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """``pipelines policy choose`` on the week before the last, ``replay`` on the last: its JSON."""
+    s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
+    chosen, replayed = config.out / "policy.json", config.out / "logs" / "policy-replay.out"
+    champion = next(iter(catalog.CANDIDATES))
+    _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
+          catalog.DECISION_TYPE, "--candidate", champion, "--out", str(chosen), *s3_args],
+         "policy choose", env, config.out / "logs" / "policy-choose.out")
+    _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
+          "--policy", str(chosen), *s3_args], "policy replay", env, replayed)
+    result: dict[str, Any] = json.loads(replayed.read_text(encoding="utf-8"))
+    return {"candidate": champion, "chosen_on": weeks[-2]} | result
+
+
 def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
     """Run the whole demo; raises `DemoError` (one line) when a phase fails."""
     _fresh(config.out)
@@ -230,9 +246,10 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
               "--out", str(config.out / "marts"), "--catalog", ctx["catalog"], *s3_args],
              "pipelines run", aws if config.s3 else {}, config.out / "logs" / "pipelines.out")
         p95 = summary.p95_by_candidate(summary.read_proposals(ctx["root"], ctx.get("s3")), weeks[-1])
+        policy = _policy(config, ctx, weeks, aws if config.s3 else {})
     report = config.out / "review.html"
     echo(f"review: {weeks[-1]}")
     _cli(["review", "--marts", str(config.out / "marts"), "--week", weeks[-1], "--out", str(report)],
          "review", {}, config.out / "logs" / "review.out")
     return Result(ctx["root"], config.out / "marts", report, report.with_suffix(".md"), weeks, sent, tickets,
-                  Path(ctx["catalog"]), ctx.get("s3"), p95)
+                  Path(ctx["catalog"]), ctx.get("s3"), p95, policy)

@@ -138,6 +138,10 @@ def test_report_and_table_match_the_marts(demo_run: trial.Result) -> None:
         assert line.p95_ms > 0
     table = summary.table(lines)
     assert all(line.candidate in table and line.verdict in table for line in lines)
+    assert demo_run.policy["chosen_on"] == demo_run.weeks[-2]
+    assert demo_run.policy["week"] == week
+    assert demo_run.policy["candidate"] == "pmi"
+    assert "Out of sample" in summary.policy_line(demo_run.policy)
 
 
 def _alive(pid: int) -> bool:
