@@ -161,6 +161,7 @@ def policy_line(policy: dict[str, Any]) -> str:
             f"replayed on {policy.get('week')}: ")
     if not policy.get("accepted"):
         return head + f"no decision accepted, all go to {policy.get('abstain_action')} (too few labels yet)"
-    return head + (f"coverage {policy.get('coverage', 0):.0%}, precision {policy.get('precision', 0):.2f} "
-                   f"[{policy.get('precision_low', 0):.2f}, {policy.get('precision_high', 1):.2f}] on "
-                   f"{policy.get('accepted_labelled')} accepted, labelled decisions")
+    coverage, precision = policy.get("coverage") or 0, policy.get("precision") or 0
+    low, high = policy.get("precision_low") or 0, policy.get("precision_high") or 1
+    return head + (f"coverage {coverage:.0%}, precision {precision:.2f} [{low:.2f}, {high:.2f}] "
+                   f"on {policy.get('accepted_labelled')} accepted, labelled decisions")
