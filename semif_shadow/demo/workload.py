@@ -18,7 +18,7 @@ to show.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 TEAMS = ("billing", "technical", "account", "shipping")
@@ -89,6 +89,11 @@ _OUT_OF_SCOPE = (
     ("close_no_reply", "Newsletter", "Unsubscribe me from the newsletter. Also, great product!"),
 )
 
+_OPENERS = ("", "", "Hi, ", "Hello support, ", "Good morning. ", "Urgent: ", "Hi team, ")
+_CLOSERS = ("", "", " Thanks.", " Thank you!", " Order {order}.", " Customer since {year}.",
+            " Please answer quickly.", " Regards, {name}")
+_NAMES = ("Ana", "Ben", "Chloe", "Dmitri", "Emeka", "Fatima", "Giulia", "Hiro", "Ines", "Jonas")
+
 BASE_MIX = {"billing": 0.26, "technical": 0.30, "account": 0.22, "shipping": 0.22}
 SHIFTED_MIX = {"billing": 0.18, "technical": 0.22, "account": 0.16, "shipping": 0.44}
 KIND_SHARES = {"clear": 0.66, "misleading": 0.1, "ambiguous": 0.12, "vague": 0.04, "out_of_scope": 0.08}
@@ -116,6 +121,13 @@ class Ticket:
 
 def _fill(rng: random.Random, text: str) -> str:
     return text.format(**{k: rng.choice(v) for k, v in _SLOTS.items()})
+
+
+def _dress(rng: random.Random, body: str) -> str:
+    """A greeting and a sign-off around the body, as people write them."""
+    closer = rng.choice(_CLOSERS).format(order=f"#{rng.randrange(100_000, 999_999)}",
+                                         year=rng.randrange(2015, 2026), name=rng.choice(_NAMES))
+    return f"{rng.choice(_OPENERS)}{body}{closer}"
 
 
 def _customer(rng: random.Random) -> dict[str, Any]:
@@ -153,5 +165,6 @@ def synthetic(n: int, weeks: int, seed: int) -> list[Ticket]:
     for i in range(n):
         week = i * weeks // n
         mix = SHIFTED_MIX if weeks > 1 and week == weeks - 1 else BASE_MIX
-        tickets.append(_one(rng, f"T-{seed}-{i:05d}", week, mix))
+        ticket = _one(rng, f"T-{seed}-{i:05d}", week, mix)
+        tickets.append(replace(ticket, body=_dress(rng, ticket.body)))
     return tickets
