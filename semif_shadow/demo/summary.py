@@ -159,6 +159,8 @@ def policy_line(policy: dict[str, Any]) -> str:
     """The out-of-sample policy in one line (``pipelines policy replay``'s JSON)."""
     head = (f"\nOut of sample: {policy['candidate']}'s thresholds chosen on {policy['chosen_on']}, "
             f"replayed on {policy.get('week')}: ")
+    if "error" in policy:
+        return head + f"not available ({policy['error']})"
     if not policy.get("accepted"):
         return head + f"no decision accepted, all go to {policy.get('abstain_action')} (too few labels yet)"
     coverage, precision = policy.get("coverage") or 0, policy.get("precision") or 0

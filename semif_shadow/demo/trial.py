@@ -197,10 +197,24 @@ def _sidecar_env(config: DemoConfig, ctx: dict[str, str]) -> dict[str, str]:
 
 def _cli(args: list[str], what: str, env: dict[str, str], log: Path) -> None:
     """Run a ``semif-shadow`` command; its progress goes to the terminal, its output to ``log``."""
+    tail = b""
     with log.open("wb") as out:
-        done = subprocess.run([*PYTHON, *args], stdout=out, env={**os.environ, **env}, check=False)  # noqa: S603  (our own command)
-    if done.returncode != 0:
-        raise DemoError(f"{what} failed with exit code {done.returncode}: see {log}")
+        proc = subprocess.Popen([*PYTHON, *args], stdout=out, stderr=subprocess.PIPE,  # noqa: S603  (our own command)
+                                env={**os.environ, **env})
+        try:
+            assert proc.stderr is not None
+            while chunk := os.read(proc.stderr.fileno(), 4096):  # its progress bar, live
+                sys.stderr.write(chunk.decode(errors="replace"))
+                sys.stderr.flush()
+                tail = (tail + chunk)[-4096:]
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    if code != 0:
+        last = tail.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise DemoError(f"{what} failed with exit code {code}: {last[0]} (see {log})")
 
 
 def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -208,13 +222,17 @@ def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict
     s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
     chosen, replayed = config.out / "policy.json", config.out / "logs" / "policy-replay.out"
     champion = next(iter(catalog.CANDIDATES))
-    _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
-          catalog.DECISION_TYPE, "--candidate", champion, "--out", str(chosen), *s3_args],
-         "policy choose", env, config.out / "logs" / "policy-choose.out")
-    _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
-          "--policy", str(chosen), *s3_args], "policy replay", env, replayed)
-    result: dict[str, Any] = json.loads(replayed.read_text(encoding="utf-8"))
-    return {"candidate": champion, "chosen_on": weeks[-2]} | result
+    head: dict[str, Any] = {"candidate": champion, "chosen_on": weeks[-2], "week": weeks[-1]}
+    try:
+        _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
+              catalog.DECISION_TYPE, "--candidate", champion, "--out", str(chosen), *s3_args],
+             "policy choose", env, config.out / "logs" / "policy-choose.out")
+        _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
+              "--policy", str(chosen), *s3_args], "policy replay", env, replayed)
+    except DemoError as exc:  # e.g. the champion scored nothing that week: the review still comes
+        return head | {"error": str(exc)}
+    replay: dict[str, Any] = json.loads(replayed.read_text(encoding="utf-8"))
+    return head | replay
 
 
 def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
