@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 DECISION_TYPE = "ticket_routing"
 CANDIDATES = {"pmi": "pmi", "none": "none"}
 """candidate name -> SemIf normalization; the first is the champion."""
+DEADLINE_S = 1200.0
+"""Each decision's deadline in the sidecar (queue, calls, retries): by then it has its row, scored or not."""
 TOKEN_ENV = "DEMO_SHADOW_TOKEN"  # noqa: S105  (the variable's name, not a token)
 SUPPORT_OPTIONS = (
     {"id": "billing", "text": "Billing: charges, refunds, invoices"},
@@ -43,7 +45,7 @@ def scorer_block(endpoint: str, normalization: str) -> dict[str, Any]:
     waits for every row anyway, so a slow call is better than a timeout (which would also retry).
     """
     return {"backend": "semif_http", "endpoint": endpoint, "normalization": normalization,
-            "timeout_s": 300.0, "deadline_s": 1200.0, "max_attempts": 2,
+            "timeout_s": 300.0, "deadline_s": DEADLINE_S, "max_attempts": 2,
             "backoff_base_s": 0.05, "backoff_max_s": 1.0}
 
 

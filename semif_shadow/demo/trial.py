@@ -176,7 +176,7 @@ def _week(config: DemoConfig, services: Services, k: int, monday: dt.date,  # no
         sent = asyncio.run(traffic.replay(proxy, tickets, clock, lambda: bar.update(1)))
     expected = len(tickets) * len(catalog.CANDIDATES)
     with _bar(config, expected, f"{week} score") as bar:
-        asyncio.run(traffic.wait_rows(api, expected, bar.update, timeout_s=60 + 20.0 * expected))
+        asyncio.run(traffic.wait_rows(api, expected, bar.update, timeout_s=catalog.DEADLINE_S + 120))
     late = traffic.late_outcomes(sent, {t.ticket_id: t.truth for t in tickets}, config.seed + k)
     with _bar(config, len(late), f"{week} late outcomes") as bar:
         asyncio.run(traffic.post_outcomes(api, ctx["token"], late, bar.update))
