@@ -152,7 +152,7 @@ def table(rows: list[Line]) -> str:
     widths = [max(len(x[i]) for x in (header, *body)) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" if i in {0, 6} else f"{{:>{w}}}" for i, w in enumerate(widths))
     rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-    return "\n".join([fmt.format(*header), rule, *(fmt.format(*b) for b in body)])
+    return "\n".join(line.rstrip() for line in [fmt.format(*header), rule, *(fmt.format(*b) for b in body)])
 
 
 def policy_line(policy: dict[str, Any]) -> str:

@@ -68,7 +68,7 @@ def test_records_hold_what_was_sent(demo_run: trial.Result) -> None:
     proposals, outcomes = records(root, "proposals"), records(root, "outcomes")
     sent = {s.ticket_id: s for s in demo_run.sent}
     truth = {t.ticket_id: t for t in demo_run.tickets}
-    assert len(sent) == 40
+    assert len(sent) == len(demo_run.tickets) > 0
     assert Counter((p["decision_id"], p["candidate"]) for p in proposals) == Counter(
         {(i, c): 1 for i in sent for c in CANDIDATES})
     for p in proposals:
