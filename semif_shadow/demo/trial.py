@@ -198,9 +198,8 @@ def _sidecar_env(config: DemoConfig, ctx: dict[str, str]) -> dict[str, str]:
 def _cli(args: list[str], what: str, env: dict[str, str], log: Path) -> None:
     """Run a ``semif-shadow`` command; its progress goes to the terminal, its output to ``log``."""
     tail = b""
-    with log.open("wb") as out:
-        proc = subprocess.Popen([*PYTHON, *args], stdout=out, stderr=subprocess.PIPE,  # noqa: S603  (our own command)
-                                env={**os.environ, **env})
+    with log.open("wb") as out, subprocess.Popen([*PYTHON, *args], stdout=out, stderr=subprocess.PIPE,  # noqa: S603  (our own command)
+                                                 env={**os.environ, **env}) as proc:
         try:
             assert proc.stderr is not None
             while chunk := os.read(proc.stderr.fileno(), 4096):  # its progress bar, live
