@@ -16,6 +16,8 @@ LLAMA_CMAKE_cpu-avx2 := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FM
 	-DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_CMAKE_cuda := $(LLAMA_CMAKE_cpu-avx2) -DGGML_CUDA=on
 WHEEL_CACHE := $(HOME)/.cache/semif-shadow/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_FLAVOR)
+BUILD_LOG   := $(VENV)/llama-build.log
+HEARTBEAT_S := 20
 
 .PHONY: demo test lint pytest bench clean-venv system-packages
 
@@ -33,8 +35,17 @@ $(STAMP): pyproject.toml | system-packages
 	$(BIN)/pip install --quiet --upgrade pip
 	ls $(WHEEL_CACHE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
 	  echo "Building llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_FLAVOR)) once: about 7 minutes on 2 cores"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_$(LLAMA_FLAVOR))" $(BIN)/pip wheel --no-deps --no-cache-dir \
-	    --no-binary llama-cpp-python -w $(WHEEL_CACHE).tmp llama-cpp-python==$(LLAMA_VERSION) && \
+	  echo "  (a progress line every $(HEARTBEAT_S) s; the full build log: $(BUILD_LOG))"; \
+	  started=$$(date +%s); \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_$(LLAMA_FLAVOR))" $(BIN)/pip wheel -v --no-deps --no-cache-dir \
+	    --no-binary llama-cpp-python -w $(WHEEL_CACHE).tmp llama-cpp-python==$(LLAMA_VERSION) \
+	    >$(BUILD_LOG) 2>&1 & pid=$$!; \
+	  while ! timeout $(HEARTBEAT_S) tail --pid=$$pid -f /dev/null; do \
+	    step=$$(grep -oE '\[[0-9]+/[0-9]+\]' $(BUILD_LOG) | tail -n 1); \
+	    echo "  llama.cpp build: $$(( $$(date +%s) - started )) s, compile step $${step:-[configuring]}"; \
+	  done; \
+	  wait $$pid || { tail -n 40 $(BUILD_LOG); echo "llama-cpp-python build failed: $(BUILD_LOG)"; exit 1; }; \
+	  echo "  llama.cpp built in $$(( $$(date +%s) - started )) s"; \
 	  rm -rf $(WHEEL_CACHE) && mv $(WHEEL_CACHE).tmp $(WHEEL_CACHE); }
 	$(BIN)/pip install --progress-bar off --force-reinstall --no-deps $(WHEEL_CACHE)/llama_cpp_python-*.whl
 	$(BIN)/pip install --progress-bar off -e '.[dev]'

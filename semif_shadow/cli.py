@@ -19,7 +19,7 @@ from contracts.errors import ContractError, SettingsError
 from semif_shadow import logs
 
 COMMANDS = {
-    "demo": ("scorer.demo", "demo", "Score sample support tickets with the embedded model."),
+    "demo": ("semif_shadow.demo.cli", "demo", "A shadow trial end to end on loopback, then the review."),
     "score": ("scorer.cli", "score", "Score one decision in-process (SemIf request JSON or flags)."),
     "infra": ("semif_shadow.infra", "infra", "Fill CloudFormation parameters from the release record."),
     "model": ("scorer.cli", "model", "The scorer's model: identity, llama.cpp build."),
