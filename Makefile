@@ -19,12 +19,13 @@ WHEEL_CACHE := $(HOME)/.cache/semif-shadow/wheels/llama-cpp-python-$(LLAMA_VERSI
 
 .PHONY: demo test lint pytest bench clean-venv system-packages
 
-# Debian packages the tests drive: chromium (the review report, headless) and prometheus (promtool).
-SYSTEM_PACKAGES := chromium prometheus
+# Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool) and a
+# Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py).
+SYSTEM_PACKAGES := chromium prometheus default-jre-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 system-packages:
-	command -v chromium >/dev/null && command -v promtool >/dev/null || { \
+	command -v chromium >/dev/null && command -v promtool >/dev/null && command -v java >/dev/null || { \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES); }
 
 $(STAMP): pyproject.toml | system-packages
