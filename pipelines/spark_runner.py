@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -57,8 +58,11 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
     builder = SparkSession.builder.appName("semif-shadow-pipelines")
     if master is not None:
         builder = builder.master(master)
-        if master.startswith("local"):  # the workers run this interpreter (its packages), not `python3`
+        if master.startswith("local"):  # the workers run this interpreter and import this `pipelines`
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            package_root = str(Path(__file__).resolve().parents[1])
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
     for key, value in {**SESSION_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

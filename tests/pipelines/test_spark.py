@@ -33,7 +33,12 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # py4j and PySpark's Arrow collection leave sockets to the garbage collector
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
 
 PLAN = Plan(
     decisions=4_000, weeks=6, drift_week=5, seed=5,
@@ -69,7 +74,7 @@ def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> tu
 
     root = tmp_path_factory.mktemp("spark_records")
     generate(open_root(str(root)), PLAN)
-    settings = PipelineSettings()
+    settings = PipelineSettings(bootstrap_reps=50)  # the bootstrap's cost, not its logic, grows with reps
     span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
     outs = tmp_path_factory.mktemp("duckdb_marts"), tmp_path_factory.mktemp("spark_marts")
     prices = load_prices(settings.prices_file)
