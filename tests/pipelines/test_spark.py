@@ -85,8 +85,8 @@ def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> tu
 
 def sorted_rows(path: Path) -> pa.Table:
     """A mart file's rows in a total order (``as_of`` and ``mature`` kept: both engines write them)."""
-    table = pq.read_table(path)  # noqa: F841  (read by the query, by name)
-    return duckdb.sql("select * from table order by all").to_arrow_table()
+    rows = pq.read_table(path)  # noqa: F841  (read by the query, by name)
+    return duckdb.sql("select * from rows order by all").to_arrow_table()
 
 
 def differences(left: pa.Table, right: pa.Table) -> list[str]:
