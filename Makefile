@@ -21,13 +21,14 @@ HEARTBEAT_S := 20
 
 .PHONY: demo test lint pytest bench clean-venv system-packages
 
-# Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool) and
-# curl (the docs' runnable blocks).
-SYSTEM_PACKAGES := chromium prometheus curl
+# Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool), curl
+# (the docs' runnable blocks) and a Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py).
+SYSTEM_PACKAGES := chromium prometheus curl default-jre-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 system-packages:
-	command -v chromium >/dev/null && command -v promtool >/dev/null && command -v curl >/dev/null || { \
+	command -v chromium >/dev/null && command -v promtool >/dev/null && command -v curl >/dev/null && \
+	  command -v java >/dev/null || { \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES); }
 
 $(STAMP): pyproject.toml | system-packages

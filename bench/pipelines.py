@@ -7,10 +7,15 @@ its own. The DuckDB side is exactly `semif-shadow pipelines run --since 2026-W44
 bench/pipelines_pandas.py (same metrics, vectorized). It prints the median job time, peak memory, the
 speed-up, and how far the two disagree on accuracy, ECE, Brier and log-loss.
 
+With --engine spark the two sides are the DuckDB engine and the Spark engine (`pipelines run --engine
+spark`, local[*] on this machine, the session started before the clock; its start-up is printed apart).
+Peak memory is that of the largest process (the worker, or Spark's JVM, its child).
+
     .venv/bin/python bench/pipelines.py                          # 1M decisions, 3 runs each
     .venv/bin/python bench/pipelines.py --decisions 10000000 --repeats 1
     PIPELINES_MEMORY_LIMIT=4GB .venv/bin/python bench/pipelines.py --decisions 10000000 --repeats 1 \\
         --only duckdb                                             # the DuckDB side alone
+    .venv/bin/python bench/pipelines.py --engine spark --repeats 1   # DuckDB beside Spark (local[*])
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ SINCE, UNTIL = "2026-W44", "2026-W48"
 
 def worker(kind: str, root: Path, out: Path) -> None:
     """Run one implementation once and print its job time as JSON (the parent measures memory)."""
+    if kind == "spark":
+        spark_worker(root, out)
+        return
     if kind == "duckdb":
         from pipelines import runner  # noqa: PLC0415  (each worker imports only its own side)
         from pipelines.prices import load_prices  # noqa: PLC0415
@@ -55,6 +63,28 @@ def worker(kind: str, root: Path, out: Path) -> None:
     print(json.dumps({"seconds": time.perf_counter() - started}))
 
 
+def spark_worker(root: Path, out: Path) -> None:
+    """The Spark engine once, after its session has started; prints job and start-up seconds."""
+    from pipelines import runner, spark_runner  # noqa: PLC0415
+    from pipelines.prices import load_prices  # noqa: PLC0415
+    from pipelines.settings import PipelineSettings  # noqa: PLC0415
+    from pipelines.storage import open_root  # noqa: PLC0415
+    from pipelines.weeks import window  # noqa: PLC0415
+
+    begun = time.perf_counter()
+    spark = spark_runner.session("local[*]", {"spark.ui.enabled": "false", "spark.driver.memory": "4g",
+                                              "spark.ui.showConsoleProgress": "false"})
+    started = time.perf_counter()
+    settings = PipelineSettings()
+    span = window(SINCE, UNTIL, settings.reference_weeks, AS_OF, dt.timedelta(days=3))
+    job = runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out)
+    result, _ = spark_runner.run(job, spark=spark)
+    seconds = time.perf_counter() - started
+    slowest = sorted(result.seconds.items(), key=lambda kv: -kv[1])[:5]
+    print(json.dumps({"seconds": seconds, "startup": started - begun, "stages": dict(slowest)}))
+    spark.stop()
+
+
 def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
     """Job seconds, process CPU seconds and peak RSS (MiB) of one run in a fresh process.
 
@@ -73,7 +103,11 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
         stdout = buf.read()
     if proc.returncode:
         raise SystemExit(f"{kind} run failed ({proc.returncode})")
-    seconds = json.loads(stdout.strip().splitlines()[-1])["seconds"]
+    report = json.loads(stdout.strip().splitlines()[-1])
+    if "startup" in report:
+        print(f"{'':>11} spark: session start-up {report['startup']:.1f} s; slowest models (s): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in report["stages"].items()), flush=True)
+    seconds = report["seconds"]
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
@@ -148,17 +182,18 @@ def bench(args: argparse.Namespace) -> None:
     for decisions in args.decisions:
         root = ensure_data(args.data_dir, decisions, args.candidates)
         results: dict[str, list[tuple[float, float, float]]] = {}
-        for kind in args.only or ("duckdb", "pandas"):
+        sides = ("duckdb", "spark") if args.engine == "spark" else ("duckdb", "pandas")
+        for kind in args.only or sides:
             out = args.data_dir / f"out-{kind}-{decisions}-{args.candidates}"
             results[kind] = [measure(kind, root, out) for _ in range(args.repeats)]
-        base = statistics.median(t for t, _, _ in results.get("pandas", results["duckdb"]))
+        base = statistics.median(t for t, _, _ in results.get("pandas", next(iter(results.values()))))
         for kind, runs in results.items():
             median = statistics.median(t for t, _, _ in runs)
             cpu = statistics.median(c for _, c, _ in runs)
             peak = max(p for _, _, p in runs)
             print(f"{decisions:>11,} {kind:<15} {median:>9.1f} {cpu:>7.1f} {len(runs):>5} {peak:>9.0f} "
                   f"{base / median:>8.1f}x   runs: {', '.join(f'{t:.1f}' for t, _, _ in runs)}", flush=True)
-        if len(results) < 2:
+        if len(results) < 2 or "pandas" not in results:
             continue
         duck_out = args.data_dir / f"out-duckdb-{decisions}-{args.candidates}"
         pandas_out = args.data_dir / f"out-pandas-{decisions}-{args.candidates}"
@@ -178,10 +213,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--candidates", type=int, choices=[1, 2], default=1,
                         help="2: a challenger on the same decisions, and an identity change mid-W46")
-    parser.add_argument("--only", choices=["duckdb", "pandas"], nargs="+",
+    parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                        help="spark: DuckDB beside the Spark engine instead of beside pandas")
+    parser.add_argument("--only", choices=["duckdb", "pandas", "spark"], nargs="+",
                         help="run only these sides (speed-up is then against the first one)")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/semif-bench-pipelines"))  # noqa: S108
-    parser.add_argument("--worker", choices=["duckdb", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["duckdb", "pandas", "spark"], help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

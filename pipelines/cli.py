@@ -7,12 +7,16 @@ import datetime as dt
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pipelines import runner
     from pipelines.settings import PipelineSettings
 
 DEFAULT_OUT = Path("pipelines-out")
@@ -122,6 +126,18 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     help="Sidecar catalog: its options marked high_consequence feed severe_errors (or PIPELINES_CATALOG).",
 )
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
+@click.option(
+    "--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+    help="duckdb: one process; spark: the same models on Apache Spark (docs/pipelines-spark.md).",
+)
+@click.option(
+    "--spark-master", default=None,
+    help="Spark master when no session is active (default local[*]; spark-submit sets its own).",
+)
+@click.option(
+    "--approx-quantiles", is_flag=True,
+    help="Spark only: latency percentiles by percentile_approx (rank error <= 1/10,000) instead of exact.",
+)
 def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     root: str,
     week: str | None,
@@ -132,6 +148,9 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     prices: tuple[str, ...],
     catalog: Path | None,
     s3_endpoint: str | None,
+    engine: str,
+    spark_master: str | None,
+    approx_quantiles: bool,
 ) -> None:
     """Compute every mart for the target week(s) and write them (idempotent: a week is replaced whole).
 
@@ -151,7 +170,8 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     flags = {"s3_endpoint": ("--s3-endpoint", s3_endpoint), "catalog": ("--catalog", catalog)}
     settings = build_settings(PipelineSettings, flags)
     try:
-        _run(settings, root, _weeks(week, since, until), out, as_of, prices)
+        engine_choice = Engine(engine, spark_master, approx_quantiles)
+        _run(settings, root, _weeks(week, since, until), out, as_of, prices, engine_choice)
     except PipelinesError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -176,6 +196,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
     out: str,
     as_of: str | None,
     price_specs: tuple[str, ...],
+    engine: Engine | None = None,
 ) -> None:
     from pipelines import runner  # noqa: PLC0415
     from pipelines.errors import BadArgument  # noqa: PLC0415
@@ -200,7 +221,10 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
         with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=sys.stderr) as bar:
             records = open_root(root, settings.s3_endpoint, settings.s3_region)
             job = runner.Job(settings, records, span, table, folder)
-            result = runner.run(job, on_step=lambda _name: bar.update(1))
+            if engine is not None and engine.name == "spark":
+                result = _run_spark(job, engine, lambda _name: bar.update(1))
+            else:
+                result = runner.run(job, on_step=lambda _name: bar.update(1))
         if not target.is_local:
             copied = publish(folder, target, [week_label(m) for m in span.targets()])
             click.echo(f"copied {copied} Parquet files to {out}")
@@ -212,6 +236,27 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
         f"({result.files['proposals']} + {result.files['outcomes']} files read, "
         f"{time.perf_counter() - started:.1f} s)"
     )
+
+
+@dataclass(frozen=True)
+class Engine:
+    """``--engine`` and its Spark options."""
+
+    name: str
+    spark_master: str | None = None
+    approx_quantiles: bool = False
+
+
+def _run_spark(job: runner.Job, engine: Engine, step: Callable[[str], None]) -> runner.RunResult:
+    from pyspark.sql import SparkSession  # noqa: PLC0415  (only with --engine spark)
+
+    from pipelines import spark_runner  # noqa: PLC0415
+    from pipelines.spark_sql import SparkOptions  # noqa: PLC0415
+
+    active = SparkSession.getActiveSession()
+    spark = active if active is not None else spark_runner.session(engine.spark_master or "local[*]")
+    result, _ = spark_runner.run(job, step, spark, SparkOptions(approx_quantiles=engine.approx_quantiles))
+    return result
 
 
 @pipelines.command("sql")

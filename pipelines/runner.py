@@ -75,14 +75,24 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     return con
 
 
-def bind_config(
-    con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window, prices: PriceTable
-) -> None:
-    """Fill ``run_params``, the ``cfg_*`` tables and the window variables with bound parameters.
+PARAMETER_TYPES = {
+    "read_start": "timestamptz",
+    "read_end": "timestamptz",
+    "as_of": "timestamptz",
+    "bootstrap_level": "double",
+    "precision_target": "double",
+    "alpha": "double",
+    "severe_confidence": "double",
+    "psi_floor": "double",
+    "utilization": "double",
+    "paired_z": "double",
+}
+"""The SQL types of ``run_params``' columns other than ``integer``."""
 
-    (The only way values enter SQL.)
-    """
-    params = {
+
+def run_parameters(settings: PipelineSettings, window: Window) -> dict[str, object]:
+    """The one row of ``run_params``: the window and every setting the models read (both engines)."""
+    return {
         "read_start": window.read_start,
         "read_end": window.read_end,
         "as_of": window.as_of,
@@ -104,44 +114,49 @@ def bind_config(
         "paired_z": float(norm.ppf(0.5 + settings.bootstrap_level / 2)),
         "identity_settle_minutes": IDENTITY_SETTLE_MINUTES,
     }
-    types = {
-        "read_start": "timestamptz",
-        "read_end": "timestamptz",
-        "as_of": "timestamptz",
-        "bootstrap_level": "double",
-        "precision_target": "double",
-        "alpha": "double",
-        "severe_confidence": "double",
-        "psi_floor": "double",
-        "utilization": "double",
-        "paired_z": "double",
+
+
+CONFIG_TABLES = {
+    "cfg_high_consequence": "decision_type varchar, option_id varchar",
+    "cfg_instance_prices": "instance_type varchar, usd_per_hour double, price_date date",
+    "cfg_token_prices":
+        "model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date",
+}
+"""The configuration tables the models join, with their columns (the same in both engines)."""
+
+
+def config_rows(settings: PipelineSettings, prices: PriceTable) -> dict[str, list[list[object]]]:
+    """The rows of each ``CONFIG_TABLES`` table: high-consequence options, instance and token prices."""
+    return {
+        "cfg_high_consequence": [
+            [t, o] for t, options in high_consequence_options(settings).items() for o in options
+        ],
+        "cfg_instance_prices": [[k, v, prices.date] for k, v in prices.instances.items()],
+        "cfg_token_prices": [
+            [k, v.input_per_mtok, v.cached_input_per_mtok, prices.date] for k, v in prices.tokens.items()
+        ],
     }
-    columns = ", ".join(f"${name}::{types.get(name, 'integer')} as {quote_ident(name)}" for name in params)
+
+
+def bind_config(
+    con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window, prices: PriceTable
+) -> None:
+    """Fill ``run_params``, the ``cfg_*`` tables and the window variables with bound parameters.
+
+    (The only way values enter SQL.)
+    """
+    params = run_parameters(settings, window)
+    columns = ", ".join(
+        f"${name}::{PARAMETER_TYPES.get(name, 'integer')} as {quote_ident(name)}" for name in params
+    )
     con.execute(f"create or replace table run_params as select {columns}", params)
     for statement in window_variable_statements():
         con.execute(statement)
-    con.execute("create or replace table cfg_high_consequence (decision_type varchar, option_id varchar)")
-    pairs = [[t, o] for t, options in high_consequence_options(settings).items() for o in options]
-    if pairs:
-        con.executemany("insert into cfg_high_consequence values (?, ?)", pairs)
-    con.execute(
-        "create or replace table cfg_instance_prices "
-        "(instance_type varchar, usd_per_hour double, price_date date)"
-    )
-    if prices.instances:
-        con.executemany(
-            "insert into cfg_instance_prices values (?, ?, ?)",
-            [[k, v, prices.date] for k, v in prices.instances.items()],
-        )
-    con.execute(
-        "create or replace table cfg_token_prices "
-        "(model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date)"
-    )
-    if prices.tokens:
-        con.executemany(
-            "insert into cfg_token_prices values (?, ?, ?, ?)",
-            [[k, v.input_per_mtok, v.cached_input_per_mtok, prices.date] for k, v in prices.tokens.items()],
-        )
+    for table, rows in config_rows(settings, prices).items():
+        con.execute(f"create or replace table {table} ({CONFIG_TABLES[table]})")
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            con.executemany(f"insert into {table} values ({marks})", rows)  # noqa: S608  (our table names)
 
 
 def build(

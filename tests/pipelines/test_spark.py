@@ -1,0 +1,177 @@
+"""The Spark engine against the DuckDB engine: every mart equal on the same records, and each rewrite equal.
+
+One local SparkSession for the test session (``spark`` fixture; JVM start-up is slow). The records: two
+candidates, an identity change, a drifted week, and an ``as_of`` inside the last week, so that week's late
+outcomes are missing (immature) and duplicated outcomes resolve to the latest known.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import shutil
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dashboards.marts import load_marts
+from pipelines import runner, synth
+from pipelines.generate import Plan, generate
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
+from pipelines.spark_sql import SparkOptions, to_spark
+from pipelines.sqlmodels import mart_names
+from pipelines.storage import open_root
+from pipelines.weeks import window
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+pytestmark = [
+    pytest.mark.slow,
+    # py4j and PySpark's Arrow collection leave sockets to the garbage collector
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+PLAN = Plan(
+    decisions=4_000, weeks=6, drift_week=5, seed=5,
+    knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=4)),
+)
+"""Two candidates on 4,000 decisions over 2026-W44..W49; W49 drifted; ``default`` changes identity in W48."""
+FIRST, LAST = "2026-W47", "2026-W49"
+AS_OF = dt.datetime(2026, 12, 9, 12, tzinfo=dt.UTC)
+"""Inside W49 (Monday 2026-11-30 .. ): that week is immature, its late outcomes not yet known."""
+RELATIVE = 1e-9
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local Spark session (two cores, few shuffle partitions) for every Spark test."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.fail("the Spark engine needs Java: `make system-packages` installs default-jre-headless")
+    from pipelines import spark_runner  # noqa: PLC0415  (imports pyspark)
+
+    session = spark_runner.session("local[2]", {
+        "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "1g",
+    })
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> tuple[Path, Path]:
+    """The same generated records run by both engines; the two output folders."""
+    from pipelines import spark_runner  # noqa: PLC0415
+
+    root = tmp_path_factory.mktemp("spark_records")
+    generate(open_root(str(root)), PLAN)
+    settings = PipelineSettings(bootstrap_reps=50)  # the bootstrap's cost, not its logic, grows with reps
+    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
+    outs = tmp_path_factory.mktemp("duckdb_marts"), tmp_path_factory.mktemp("spark_marts")
+    prices = load_prices(settings.prices_file)
+    runner.run(runner.Job(settings, open_root(str(root)), span, prices, outs[0]))
+    spark_runner.run(runner.Job(settings, open_root(str(root)), span, prices, outs[1]), spark=spark)
+    return outs
+
+
+def sorted_rows(path: Path) -> pa.Table:
+    """A mart file's rows in a total order (``as_of`` and ``mature`` kept: both engines write them)."""
+    rows = pq.read_table(path)  # noqa: F841  (read by the query, by name)
+    return duckdb.sql("select * from rows order by all").to_arrow_table()
+
+
+def differences(left: pa.Table, right: pa.Table) -> list[str]:
+    """Where two tables differ: row counts, exact values, floats beyond ``RELATIVE``."""
+    if left.schema != right.schema:
+        return [f"schema {left.schema} != {right.schema}"]
+    if left.num_rows != right.num_rows:
+        return [f"{left.num_rows} rows != {right.num_rows} rows"]
+    found = []
+    for name in left.column_names:
+        for index, (a, b) in enumerate(zip(left[name].to_pylist(), right[name].to_pylist(), strict=True)):
+            same = a == b or (
+                isinstance(a, float) and isinstance(b, float)
+                and (math.isclose(a, b, rel_tol=RELATIVE, abs_tol=0.0) or (math.isnan(a) and math.isnan(b)))
+            )
+            if not same:
+                found.append(f"{name}[{index}]: {a!r} != {b!r}")
+                break
+    return found
+
+
+def test_every_mart_is_equal_on_both_engines(engines: tuple[Path, Path]) -> None:
+    """Same files, same rows, counts exact, floats within 1e-9 relative, for every mart and target week."""
+    duck, spark_out = engines
+    files = sorted(p.relative_to(duck) for p in duck.rglob("part-0.parquet"))
+    assert files == sorted(p.relative_to(spark_out) for p in spark_out.rglob("part-0.parquet"))
+    assert {f.parts[0] for f in files} == set(mart_names())
+    unequal = {
+        str(f): d for f in files if (d := differences(sorted_rows(duck / f), sorted_rows(spark_out / f)))
+    }
+    assert not unequal, unequal
+    rows = sum(pq.read_metadata(duck / f).num_rows for f in files)
+    assert rows > 1_000  # the comparison saw real marts (both candidates, three weeks)
+
+
+def test_the_review_reads_the_spark_engines_marts(engines: tuple[Path, Path]) -> None:
+    """``semif-shadow review`` loads the Spark output as it loads DuckDB's (same layout)."""
+    marts = load_marts(str(engines[1]), LAST)
+    assert marts.decision_types()
+    keys = marts.candidates(marts.decision_types()[0])  # model keys: "<candidate> <model>/.../ #<sha>"
+    assert {key.split()[0] for key in keys} == {"challenger", "default"}
+
+
+EXPRESSIONS = [
+    ("strftime(d, '%G-W%V')", "d"),  # ISO week label, around year ends
+    ("list_position(['a', 'b', 'c'], x)", "x"),  # absent -> NULL, not 0
+    ("[10, 20, 30][i + 1]", "i"),  # 1-based subscripts
+    ("hash(x) % 7::ubigint", "x"),  # the bootstrap's blocks: DuckDB's own hash
+    ("hash(i::bigint, i::bigint + 1) % 16::ubigint", "i"),  # the bootstrap's draws
+    ("list_dot_product([0.25, 0.5], [0.5, 0.125])", "x"),
+    ("date_trunc('week', make_timestamp(epoch_us(t)))::date", "t"),
+    ("(d - to_days(7 * 4))::date", "d"),  # (DuckDB's difference is a timestamp; the models compare it)
+]
+VALUES = {
+    "d": ["2026-12-28", "2027-01-03", "2027-01-04", "2020-12-31", "2021-01-01"],
+    "x": ["a", "c", "zz"],
+    "i": [0, 1, 2],
+    "t": ["2026-11-29 23:59:59.999999+00", "2026-11-30 00:00:00+00"],
+}
+CASTS = {"d": "date", "x": "varchar", "i": "integer", "t": "timestamptz"}
+
+
+@pytest.mark.parametrize(("expression", "variable"), EXPRESSIONS)
+def test_each_rewrite_equals_duckdb(spark: SparkSession, expression: str, variable: str) -> None:
+    """A DuckDB expression, and its Spark form from ``to_spark``, give the same values on the same inputs."""
+    values = VALUES[variable]
+    inputs = " union all ".join(f"select '{v}'::{CASTS[variable]} as {variable}" for v in values)
+    sql = f"with v as ({inputs}) select {expression} as r from v order by {variable}"  # noqa: S608
+    expected = [row[0] for row in _duckdb(sql)]
+    actual = [row.r for row in spark.sql(to_spark(sql)).collect()]
+    assert [_plain(v) for v in actual] == [_plain(v) for v in expected], to_spark(sql)
+
+
+def _duckdb(sql: str) -> list[tuple[object, ...]]:
+    with duckdb.connect() as con:
+        con.execute("set TimeZone = 'UTC'")
+        return con.sql(sql).fetchall()
+
+
+def _plain(value: object) -> object:
+    return str(value) if isinstance(value, dt.date) else value
+
+
+def test_approximate_quantiles_are_chosen_only_when_asked() -> None:
+    """Exact ``percentile`` by default; ``percentile_approx`` (bounded rank error) only with the option."""
+    sql = "select quantile_cont(x, [0.5, 0.99]) from t"
+    assert "PERCENTILE(" in to_spark(sql)
+    assert "PERCENTILE_APPROX(" in to_spark(sql, SparkOptions(approx_quantiles=True))
