@@ -1,0 +1,69 @@
+"""Proxy claims the docs make and no test showed before: ``100-continue`` end to end, a body too large.
+
+Both relay modes. A request sent with ``Expect: 100-continue`` gets the upstream's interim ``100
+Continue``, then its answer, and is mirrored like any other; a claimed request whose body is over
+``SHADOW_MIRROR_MAX_BYTES`` is answered unchanged and counted as ``request_too_large``, never recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+import aiohttp
+import pytest
+
+from tests.shadow.conftest import read_rows
+from tests.shadow.proxy.test_proxy import proxy_stack
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+async def _counted(api: str, line: str) -> bool:
+    """Whether ``/metrics`` shows ``line`` within 10 s (the relay process reports every 0.5 s)."""
+    async with aiohttp.ClientSession() as session:
+        for _ in range(100):
+            async with session.get(api + "/metrics") as metrics:
+                if line in await metrics.text():
+                    return True
+            await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_expect_100_continue_gets_the_interim_answer_and_is_mirrored(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """The head alone first; the body only after ``100 Continue``; then the answer; the decision recorded."""
+    body = json.dumps({"ticket_id": "c-1", "ticket": {"subject": "charged twice"}}).encode()
+    head = (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
+            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+    async with proxy_stack(tmp_path, scorer_url, mode) as (_upstream, proxy, _api):
+        host, port = proxy.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(head)
+            interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert interim.startswith(b"HTTP/1.1 100 Continue\r\n")
+            writer.write(body)
+            final = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert final.startswith(b"HTTP/1.1 200 ")
+        finally:
+            writer.close()
+    assert [r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")] == ["c-1"]
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_a_claimed_body_over_the_mirror_cap_is_answered_and_counted(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """4 KiB of state against a 1 KiB cap: production's answer unchanged, ``request_too_large``, no row."""
+    data = {"ticket_id": "big-1", "ticket": {"subject": "x" * 4096}}
+    async with proxy_stack(tmp_path, scorer_url, mode, mirror_max_bytes=1024) as (upstream, proxy, api), \
+            aiohttp.ClientSession() as session:
+        async with session.post(upstream + "/route", json=data) as direct:
+            expected = (direct.status, await direct.read())
+        async with session.post(proxy + "/route", json=data) as proxied:
+            assert (proxied.status, await proxied.read()) == expected
+        assert await _counted(api, 'shadow_proxy_unmirrored_total{reason="request_too_large"} 1.0')
+    assert read_rows(tmp_path / "records", "proposals") == []
