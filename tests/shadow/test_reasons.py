@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
+import aiohttp
 import pytest
 
 from tests.shadow.conftest import (
@@ -35,3 +37,29 @@ async def test_scorer_answers_map_to_their_reason(mode: str, reason: str, attemp
     row = rows_by_id(tmp_path)["t-1"]
     assert (row["status"], row["reason"], row["attempts"]) == ("error", reason, attempts)
     assert faults.calls == attempts
+
+
+
+async def test_a_decision_queued_past_its_deadline_is_a_deadline_row(faults: Faults, scorer_url: str,
+                                                                     tmp_path: Path) -> None:
+    """One worker, a scorer that never answers: the second of two decisions offered together waits.
+
+    Both are received at one instant. The first holds the only worker until its call times out, which
+    is no earlier than its deadline (timeout = deadline = 0.3 s), so the second is picked up at or after
+    its own deadline: ``timeout`` / ``deadline`` with no attempt, whatever the machine's speed.
+    """
+    faults.mode = "slow"
+    scorer = {"timeout_s": 0.3, "deadline_s": 0.3, "max_attempts": 1}
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer=scorer)})
+    state = {"subject": "My invoice is wrong", "customer_id": 9}
+    body = {"decisions": [{"decision_type": "tickets", "decision_id": f"d-{i}", "state": state}
+                          for i in (1, 2)]}
+    async with running_sidecar(settings_for(tmp_path, catalog, workers=1)) as (url, _app), \
+            aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/v1/decisions", json=body) as resp:
+            assert resp.status == 202
+        await asyncio.sleep(1.0)
+    rows = rows_by_id(tmp_path)
+    first, second = rows["d-1"], rows["d-2"]
+    assert (first["status"], first["attempts"]) == ("timeout", 1)
+    assert (second["status"], second["reason"], second["attempts"]) == ("timeout", "deadline", 0)
