@@ -1,4 +1,4 @@
-"""Sidecar reasons that had no test: a throttled and a rejecting scorer, each one proposals row."""
+"""Sidecar reasons that had no test: a throttled or rejecting scorer, a deadline, a full spool."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
+from shadow.records.settings import RecordSettings
 from tests.shadow.conftest import (
     rows_by_id,
     running_sidecar,
@@ -63,3 +64,21 @@ async def test_a_decision_queued_past_its_deadline_is_a_deadline_row(faults: Fau
     first, second = rows["d-1"], rows["d-2"]
     assert (first["status"], first["attempts"]) == ("timeout", 1)
     assert (second["status"], second["reason"], second["attempts"]) == ("timeout", "deadline", 0)
+
+
+async def test_a_full_spool_drops_decisions_as_disk_full(tmp_path: Path) -> None:
+    """A spool over its bound (``max_local_bytes`` 0): the decision is answered dropped, ``disk_full``."""
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type("http://127.0.0.1:9")})
+    records = RecordSettings(root=str(tmp_path / "records"), spool_dir=tmp_path / "spool", writer_id="test",
+                             max_local_bytes=0)
+    body = {"decision_type": "tickets", "decision_id": "f-1", "state": {"subject": "charged twice"}}
+    async with running_sidecar(settings_for(tmp_path, catalog, records=records)) as (url, _app), \
+            aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/v1/decisions", json=body) as resp:
+            assert resp.status == 202
+            answer = await resp.json()
+        async with session.get(f"{url}/metrics") as resp:
+            metrics = await resp.text()
+    assert answer["decisions"] == [{"decision_id": "f-1", "queued": False, "reason": "disk_full"}]
+    counted = 'shadow_dropped_total{candidate="default",decision_type="tickets",reason="disk_full"} 1.0'
+    assert counted in metrics
