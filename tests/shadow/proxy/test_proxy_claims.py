@@ -1,4 +1,4 @@
-"""Proxy claims the docs make and no test showed before: ``100-continue`` end to end, a body too large.
+"""Proxy claims the docs make and no test showed before: ``100-continue``, a body too large, an early answer.
 
 Both relay modes. A request sent with ``Expect: 100-continue`` gets the upstream's interim ``100
 Continue``, then its answer, and is mirrored like any other; a claimed request whose body is over
@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.shadow.conftest import read_rows
-from tests.shadow.proxy.test_proxy import proxy_stack
+from shadow.proxy.supervisor import running_proxy, running_proxy_process
+from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,4 +67,34 @@ async def test_a_claimed_body_over_the_mirror_cap_is_answered_and_counted(
         async with session.post(proxy + "/route", json=data) as proxied:
             assert (proxied.status, await proxied.read()) == expected
         assert await _counted(api, 'shadow_proxy_unmirrored_total{reason="request_too_large"} 1.0')
+    assert read_rows(tmp_path / "records", "proposals") == []
+
+
+async def _early_upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Reads a request's head only, answers 413 at once and closes (as a server refusing a body does)."""
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+    writer.close()
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_an_answer_before_the_body_is_passed_on_and_counted_answered_early(
+        mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """The upstream answers 413 after the head: the client gets it; ``answered_early``, no row."""
+    server = await asyncio.start_server(_early_upstream, "127.0.0.1", 0)
+    upstream = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
+    head = (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100000\r\n\r\n" + b'{"ticket_id": "e-1", "ticket": {"subject": "')
+    try:
+        async with running_sidecar(settings) as (api, core):
+            run = running_proxy_process if mode == "process" else running_proxy
+            async with run(settings, core) as proxy:
+                answer = await raw_exchange(proxy, head, b"\r\n\r\n")
+                assert answer.startswith(b"HTTP/1.1 413 Payload Too Large\r\n")
+                assert await _counted(api, 'shadow_proxy_unmirrored_total{reason="answered_early"} 1.0')
+    finally:
+        server.close()
     assert read_rows(tmp_path / "records", "proposals") == []
