@@ -37,6 +37,7 @@ def run(settings: ScorerSettings) -> None:
         shutdown_timeout=settings.shutdown_grace_s + 1,
         print=None,
         handle_signals=True,
+        handler_cancellation=True,  # a client that hangs up cancels its handler: its queued job is skipped
     )
 
 
