@@ -1,4 +1,4 @@
-"""Proxy claims the docs make and no test showed before: ``100-continue``, a body too large, an early answer.
+"""Proxy claims no test showed before: ``100-continue``, a body too large, an early answer, ``CONNECT``.
 
 Both relay modes. A request sent with ``Expect: 100-continue`` gets the upstream's interim ``100
 Continue``, then its answer, and is mirrored like any other; a claimed request whose body is over
@@ -98,3 +98,42 @@ async def test_an_answer_before_the_body_is_passed_on_and_counted_answered_early
     finally:
         server.close()
     assert read_rows(tmp_path / "records", "proposals") == []
+
+
+async def _tunnel_upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers CONNECT with 200, then echoes every byte back upper-cased (another protocol)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    if not head.startswith(b"CONNECT "):
+        writer.close()
+        return
+    writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+    while chunk := await reader.read(65536):
+        writer.write(chunk.upper())
+        await writer.drain()
+    writer.close()
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_connect_tunnels_bytes_both_ways(mode: str, scorer_url: str, tmp_path: Path) -> None:
+    """CONNECT through the proxy: the 200, then raw bytes both ways (not HTTP) on the same connection."""
+    server = await asyncio.start_server(_tunnel_upstream, "127.0.0.1", 0)
+    upstream = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
+    try:
+        async with running_sidecar(settings) as (_api, core):
+            run = running_proxy_process if mode == "process" else running_proxy
+            async with run(settings, core) as proxy:
+                host, port = proxy.removeprefix("http://").split(":")
+                reader, writer = await asyncio.open_connection(host, int(port))
+                try:
+                    writer.write(b"CONNECT db.internal:5432 HTTP/1.1\r\nHost: db.internal:5432\r\n\r\n")
+                    answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                    assert answer == b"HTTP/1.1 200 Connection Established\r\n\r\n"
+                    for payload in (b"\x00binary\xff hello\r\n", b"GET / HTTP/1.1\r\n\r\n"):
+                        writer.write(payload)
+                        assert await asyncio.wait_for(reader.readexactly(len(payload)), 10) == payload.upper()
+                finally:
+                    writer.close()
+    finally:
+        server.close()
