@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.own_process,  # pyspark forks its JVM with a preexec_fn: `make test` runs this file apart
     # py4j and PySpark's Arrow collection leave sockets to the garbage collector
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),

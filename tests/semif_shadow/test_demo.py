@@ -26,6 +26,8 @@ from semif_shadow.demo import summary, trial
 from semif_shadow.demo.catalog import CANDIDATES
 from semif_shadow.demo.workload import OUT_OF_SCOPE_ACTIONS
 
+pytestmark = pytest.mark.own_process  # the demo forks its services with a preexec_fn: run apart
+
 TODAY = dt.date(2026, 12, 1)  # the demo's weeks: 2026-W46, 2026-W47
 
 
