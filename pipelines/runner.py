@@ -240,15 +240,22 @@ def run(
         result.seconds = build(con, load_models(), step, files)
         check_segments(con)
         if job.out is not None:
-            try:
-                result.rows = write_marts(con, job.out, window)
-            except OSError as exc:
-                raise PipelinesError(f"cannot write the marts under {job.out}: {exc}") from exc
-            if on_step is not None:
-                on_step("write")
+            result.rows = write_job_marts(con, job.out, window, on_step)
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
     return result
+
+
+def write_job_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window,
+                    on_step: Callable[[str], None] | None) -> dict[str, int]:
+    """Write the marts under ``out`` (either engine's, from a DuckDB connection); rows per mart."""
+    try:
+        rows = write_marts(con, out, window)
+    except OSError as exc:
+        raise PipelinesError(f"cannot write the marts under {out}: {exc}") from exc
+    if on_step is not None:
+        on_step("write")
+    return rows
 
 
 def default_as_of() -> dt.datetime:

@@ -27,8 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from contracts.records import DROPS, SCHEMAS
 from pipelines.errors import NoInput, PipelinesError
 from pipelines.mart_schema import DECLARED
-from pipelines.output import write_marts
-from pipelines.runner import CONFIG_TABLES, RunResult, config_rows, run_parameters
+from pipelines.runner import CONFIG_TABLES, RunResult, config_rows, run_parameters, write_job_marts
 from pipelines.source import WindowFiles, list_files
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.spark_udfs import register_spark_udfs
@@ -204,10 +203,5 @@ def run(
     tables = collect_marts(spark, window)
     if job.out is not None:
         with marts_connection(tables) as con:
-            try:
-                result.rows = write_marts(con, job.out, window)
-            except OSError as exc:
-                raise PipelinesError(f"cannot write the marts under {job.out}: {exc}") from exc
-        if on_step is not None:
-            on_step("write")
+            result.rows = write_job_marts(con, job.out, window, on_step)
     return result, tables
