@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.shadow.conftest import serve
 from tests.shadow.fault_scorer import Faults, fault_app

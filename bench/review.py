@@ -6,6 +6,7 @@ reading the marts, gathering the verdicts and rendering the charts, and writing 
 decisions: the ratios are against the first (smallest) size of the same run.
 
     python -P bench/review.py --decisions 1000000 --decisions 10000000 --challenger --work /tmp/review-bench
+    python -P bench/review.py --decisions 40000 --decisions 10000000 --weeks 1 --challenger  # one week
 
 (``-P``: ``bench/pipelines.py`` would shadow the ``pipelines`` package.)
 """
@@ -28,19 +29,22 @@ WEEK = "2026-W48"
 CLI = [str(Path(sys.executable).with_name("semif-shadow"))]
 
 
-def prepare(decisions: int, work: Path, *, challenger: bool) -> tuple[Path, float]:
-    """Generate ``decisions`` records over five weeks and run the pipelines; the marts folder and seconds.
+def prepare(decisions: int, work: Path, *, challenger: bool, weeks: int = 5) -> tuple[Path, float]:
+    """Generate ``decisions`` records over ``weeks`` weeks ending with the review week, run the pipelines.
 
-    ``challenger``: a second candidate on the same decisions and an identity change in the second week
-    (every chart and table of the report then has something to show).
+    Returns the marts folder and the pipelines' seconds. ``challenger``: a second candidate on the same
+    decisions and an identity change in the second week (every chart and table of the report then has
+    something to show). ``weeks`` 1 puts every decision in the review week.
     """
-    suffix = "-ab" if challenger else ""
+    suffix = ("-ab" if challenger else "") + ("" if weeks == 5 else f"-w{weeks}")
     records, marts = work / f"records-{decisions}{suffix}", work / f"marts-{decisions}{suffix}"
     if not (marts / "funnel").exists():
         shutil.rmtree(records, ignore_errors=True)
-        extra = ["--challenger", "--identity-change-week", "1"] if challenger else []
+        extra = ["--challenger", "--identity-change-week", str(min(1, weeks - 1))] if challenger else []
+        first = f"2026-W{48 - weeks + 1:02d}"
         subprocess.run([*CLI, "pipelines", "generate", "--root", str(records),  # noqa: S603
-                        "--decisions", str(decisions), *extra], check=True)
+                        "--decisions", str(decisions), "--weeks", str(weeks), "--first-week", first,
+                        "--drift-week", str(weeks - 1), *extra], check=True)
         started = time.perf_counter()
         subprocess.run([*CLI, "pipelines", "run", "--root", str(records), "--since", "2026-W44",  # noqa: S603
                         "--until", WEEK, "--out", str(marts), "--as-of", "2027-01-31T00:00:00Z"], check=True)
@@ -78,11 +82,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="review renders per size (median)")
     parser.add_argument("--challenger", action="store_true",
                         help="two candidates on the same decisions and an identity change")
+    parser.add_argument("--weeks", type=int, default=5, choices=range(1, 6), metavar="1-5",
+                        help="weeks the decisions are spread over, the last being the review week")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
     for decisions in args.decisions or [1_000_000]:
-        marts, pipeline_s = prepare(decisions, args.work, challenger=args.challenger)
+        marts, pipeline_s = prepare(decisions, args.work, challenger=args.challenger, weeks=args.weeks)
         out = args.work / f"review-{decisions}.html"
         rows.append((decisions, pipeline_s, *measure(marts, out, args.repeats)))
     header = ("decisions", "pipelines s", "read s", "review s", "review CPU s", "write s", "HTML MB",

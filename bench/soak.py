@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.dataset as ds
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from bench.sidecar import CATALOG, LUA, NGINX, PY, free_port, start, wait_port
 from shadow.bounds import worst_case
 from shadow.settings import ShadowSettings
