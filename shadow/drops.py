@@ -9,8 +9,9 @@ readers sum ``dropped``. Memory is one small dict entry per key between two flus
 
 from __future__ import annotations
 
-import time
 from typing import Any
+
+from shadow import clock
 
 _MINUTE_US = 60_000_000
 Key = tuple[str, str, int, str]
@@ -29,7 +30,7 @@ class DropCounter:
         """Count ``n`` decisions dropped for ``reason`` (in the minute of ``received_us``, default now)."""
         if n <= 0:
             return
-        at = int(time.time() * 1e6) if received_us is None else received_us
+        at = int(clock.now() * 1e6) if received_us is None else received_us
         key = (decision_type, candidate, at - at % _MINUTE_US, reason)
         self._counts[key] = self._counts.get(key, 0) + n
         self.total += n

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from contracts.records import DEFAULT_CANDIDATE
+from shadow import clock
 from shadow.lanes import Lane
 from shadow.proposals import Decision
 from shadow.records.sink import SinkFull
@@ -99,7 +100,7 @@ class Mirror:
     def _offer(self, rt: DecisionRuntime, decision_id: str, state: State,
                size: int) -> tuple[str | None, list[Decision]]:
         """The champion's reason (None: queued), and the decisions each candidate's lane got."""
-        now = time.time()
+        now = clock.now()
         received_us, received_mono = int(now * 1e6), time.monotonic()
         sampled, shared = self._admit(rt, decision_id, now)
         reasons, decisions = [], []

@@ -1,9 +1,9 @@
 """The demo's simulated time: a sidecar that lives in a past week, at a faster pace.
 
-The sidecar stamps ``received_at`` (``shadow.mirror``) and the proxy's outcomes' ``outcome_at``
-(``shadow.proxy.extract``) from the wall clock, and offers no clock to inject: a real sidecar must
-never be told what time it is. The demo needs its records in several past ISO weeks, so it starts the
-real ``semif-shadow sidecar run`` through this module, which replaces the clock of those two modules only:
+The sidecar stamps ``received_at``, the proxy's outcomes' ``outcome_at`` and the drop summaries' minute
+from `shadow.clock.now`, and offers no setting for it: a real sidecar must never be told what time it
+is. The demo needs its records in several past ISO weeks, so it starts the real ``semif-shadow sidecar
+run`` through this module, which replaces that one function:
 
     simulated = start + (wall - anchor) * speed
 
@@ -18,8 +18,6 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,40 +41,11 @@ class SimClock:
         return [repr(self.start), repr(self.anchor), repr(self.speed)]
 
 
-class _ShiftedTime:
-    """The ``time`` module, but ``time()`` is simulated."""
-
-    def __init__(self, clock: SimClock) -> None:
-        self._clock = clock
-
-    def time(self) -> float:
-        return self._clock.now()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(time, name)
-
-
-def _shifted_datetime(clock: SimClock) -> type[datetime]:
-    class ShiftedDatetime(datetime):
-        """``datetime`` whose ``now`` is simulated."""
-
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> ShiftedDatetime:
-            stamp = datetime.fromtimestamp(clock.now(), tz or UTC)
-            return cls.fromisoformat(stamp.isoformat())
-
-    return ShiftedDatetime
-
-
 def install(clock: SimClock) -> None:
-    """Give the sidecar's two time-stamping modules the simulated clock."""
-    import shadow.mirror  # noqa: PLC0415  (imported to be patched)
-    import shadow.proxy.extract  # noqa: PLC0415
+    """Give the sidecar's record clock (`shadow.clock.now`, its one seam) the simulated time."""
+    import shadow.clock  # noqa: PLC0415  (imported to be replaced)
 
-    mirror: Any = shadow.mirror
-    extract: Any = shadow.proxy.extract
-    mirror.time = _ShiftedTime(clock)
-    extract.datetime = _shifted_datetime(clock)
+    shadow.clock.now = clock.now
 
 
 def main(argv: list[str] | None = None) -> None:

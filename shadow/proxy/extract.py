@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from multidict import CIMultiDict
 
+from shadow import clock
 from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.log_budget import request_budget
 from shadow.proxy.connection import request_path
@@ -139,7 +140,7 @@ def _record_outcome(core: web.Application, rt: DecisionRuntime, decision_id: str
         core[METRICS].proxy_unmirrored.labels(f"outcome_{exc.reason}").inc()
         return
     core[RECORDER].outcome_later({"decision_id": decision_id, "decision_type": rt.name, "outcome": outcome,
-                                  "outcome_at": datetime.now(UTC), "source": "proxy",
+                                  "outcome_at": datetime.fromtimestamp(clock.now(), UTC), "source": "proxy",
                                   "in_options": outcome in rt.dtype.option_ids})
 
 
@@ -201,8 +202,6 @@ def mirror_messages(core: web.Application, request: Message, response: Message) 
         except Exception:
             log.exception("mirroring %s %s failed", method, path)
             core[METRICS].proxy_unmirrored.labels("internal_error").inc()
-
-
 
 
 def count_handoff_full(core: web.Application, route: str, n: int) -> None:
