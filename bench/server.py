@@ -1,11 +1,15 @@
 """Server benchmark: the scorer over HTTP at 1, 4 and 16 concurrent clients, beside the engine.
 
-With and without cross-request batching, beside the in-process engine on the same CLINC150 decisions.
+Three servers on the same CLINC150 decisions: the default mode serialized (one decision per model
+call: the baseline), the default mode with cross-request batching (opt-in there: scores move), and the
+batch-invariant mode (`SCORER_BATCH_INVARIANT=true`: cross-request batching on, scores unmoved).
 
 Each server is a real `semif-shadow serve` process on loopback; clients are aiohttp coroutines in
 this process, each sending its share of the decisions back to back. It prints decisions/s and
-p50/p95/p99 latency per setting, the ratio to the in-process engine, and how far cross-request
-batching moves the logits from the same decision scored alone (the reason it is opt-in).
+p50/p95/p99 latency per setting with the ratio to the serialized server at the same client count,
+how far each server's logits are from the same decision scored alone in-process in the same mode,
+and the raw prefill rate (one 512-token decode) with llama.cpp's repacked kernels on and off (what
+the invariant mode gives up).
 
     .venv/bin/python bench/server.py                       # 64 decisions per setting, 1 repeat
     .venv/bin/python bench/server.py --decisions 96 --repeats 3
@@ -84,13 +88,20 @@ async def load(url: str, bodies: list[dict[str, Any]], clients: int) -> dict[str
     return {"wall": wall, "lat": latencies, "responses": [responses[i] for i in range(len(bodies))]}
 
 
+SETTINGS: dict[str, dict[str, str]] = {
+    "server (serialized)": {"SCORER_CROSS_BATCH": "false"},
+    "server + cross-batch (default mode)": {"SCORER_CROSS_BATCH": "true"},
+    "server, batch-invariant": {"SCORER_BATCH_INVARIANT": "true"},  # cross-request batching on by default
+}
+
+
 def run_server_setting(
-    bodies: list[dict[str, Any]], cross_batch: bool, threads: int
+    bodies: list[dict[str, Any]], extra_env: dict[str, str], threads: int
 ) -> dict[int, dict[str, Any]]:
     """Start one server process and measure each client count."""
     port = free_port()
     env = {**os.environ, "SCORER_N_THREADS": str(threads), "SCORER_QUEUE_SIZE": "64",
-           "SCORER_CROSS_BATCH": "true" if cross_batch else "false", "SCORER_CROSS_BATCH_MAX": "16"}
+           "SCORER_CROSS_BATCH_MAX": "16", **extra_env}
     cli = str(Path(sys.executable).with_name("semif-shadow"))
     proc = subprocess.Popen([cli, "serve", "--port", str(port)], env=env, cwd=ROOT,  # noqa: S603
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -104,9 +115,9 @@ def run_server_setting(
         proc.wait(timeout=60)
 
 
-def run_in_process(bodies: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+def run_in_process(bodies: list[dict[str, Any]], threads: int, *, invariant: bool = False) -> dict[str, Any]:
     """The same decisions through Engine.score in this process, one after another."""
-    engine = Engine.from_settings(ScorerSettings(n_threads=threads))
+    engine = Engine.from_settings(ScorerSettings(n_threads=threads, batch_invariant=invariant))
     try:
         for body in bodies[:4]:
             engine.score(parse_request(body))
@@ -146,12 +157,40 @@ def main() -> None:
         print("CLINC150 not found under ../shared/datasets/clinc150: nothing to benchmark")
         return
     bodies = [d.request("pmi") for d in decisions[: args.decisions]]
-    runs: dict[str, list[Any]] = {"engine": [], "off": [], "on": []}
+    runs: dict[str, list[Any]] = {"engine": [], "engine, batch-invariant": [], **{k: [] for k in SETTINGS}}
     for _ in range(args.repeats):
         runs["engine"].append(run_in_process(bodies, args.threads))
-        runs["off"].append(run_server_setting(bodies, cross_batch=False, threads=args.threads))
-        runs["on"].append(run_server_setting(bodies, cross_batch=True, threads=args.threads))
+        runs["engine, batch-invariant"].append(run_in_process(bodies, args.threads, invariant=True))
+        for label, env in SETTINGS.items():
+            runs[label].append(run_server_setting(bodies, env, threads=args.threads))
     report(args, runs)
+    print()
+    prefill(args.threads)
+
+
+def prefill(threads: int, tokens: int = 512, repeats: int = 3) -> None:
+    """Raw prefill: one decode of ``tokens`` tokens on a fresh cache, repacked kernels on and off."""
+    from scorer.model_files import resolve_model_path  # noqa: PLC0415
+    from scorer.runtime import LlamaRuntime, RuntimeConfig, Token  # noqa: PLC0415
+
+    rates = {}
+    for repack in (True, False):
+        config = RuntimeConfig(model_path=resolve_model_path(None), n_threads=threads, repack=repack)
+        rt = LlamaRuntime(config)
+        try:
+            ids = (rt.tokenize("The quick brown fox jumps over the lazy dog. " * 60))[:tokens]
+            batch = [Token(t, i, (0,), logits=i == len(ids) - 1) for i, t in enumerate(ids)]
+            times = []
+            for _ in range(repeats):
+                rt.clear()
+                started = time.perf_counter()
+                rt.decode(batch)
+                times.append(time.perf_counter() - started)
+            rates[repack] = len(batch) / statistics.median(times)
+        finally:
+            rt.close()
+    print(f"raw prefill, one {tokens}-token decode (median of {repeats}): repacked kernels on "
+          f"{rates[True]:.0f} tokens/s, off {rates[False]:.0f} tokens/s ({rates[False] / rates[True]:.2f}x)")
 
 
 def report(args: argparse.Namespace, runs: dict[str, list[Any]]) -> None:
@@ -159,26 +198,30 @@ def report(args: argparse.Namespace, runs: dict[str, list[Any]]) -> None:
     med = statistics.median
     n = args.decisions
     base = med(n / r["wall"] for r in runs["engine"])
-    eng = runs["engine"][0]
     print(f"{n} CLINC150 decisions (11 options, pmi) per setting; n_threads={args.threads}; "
-          f"{args.repeats} repeat(s), medians")
+          f"{args.repeats} repeat(s), medians; 'x serialized': against the serialized server, same clients")
     print()
-    print("| setting | clients | decisions/s | p50 ms | p95 ms | p99 ms | vs in-process |")
+    print("| setting | clients | decisions/s | p50 ms | p95 ms | p99 ms | x serialized |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    print(f"| in-process engine | 1 | {base:.2f} | {pct(eng['lat'], 50):.0f} | {pct(eng['lat'], 95):.0f} | "
-          f"{pct(eng['lat'], 99):.0f} | 1.00x |")
-    for mode, label in (("off", "server"), ("on", "server + cross-batch")):
+    for label in ("engine", "engine, batch-invariant"):
+        lat = runs[label][0]["lat"]
+        rate = med(n / r["wall"] for r in runs[label])
+        print(f"| in-process {label} | 1 | {rate:.2f} | {pct(lat, 50):.0f} | {pct(lat, 95):.0f} | "
+              f"{pct(lat, 99):.0f} | {rate / base:.2f}x (vs engine) |")
+    serial = {c: med(n / r[c]["wall"] for r in runs["server (serialized)"]) for c in CLIENTS}
+    for label in SETTINGS:
         for c in CLIENTS:
-            rate = med(n / r[c]["wall"] for r in runs[mode])
-            lat = runs[mode][0][c]["lat"]
+            rate = med(n / r[c]["wall"] for r in runs[label])
+            lat = runs[label][0][c]["lat"]
             print(f"| {label} | {c} | {rate:.2f} | {pct(lat, 50):.0f} | {pct(lat, 95):.0f} | "
-                  f"{pct(lat, 99):.0f} | {rate / base:.2f}x |")
+                  f"{pct(lat, 99):.0f} | {rate / serial[c]:.2f}x |")
     print()
-    solo = eng["responses"]
-    for mode in ("off", "on"):
+    for label in SETTINGS:
+        own = "engine, batch-invariant" if "invariant" in label else "engine"
+        solo = runs[own][0]["responses"]
         for c in CLIENTS:
-            diff = deviation(runs[mode][0][c]["responses"], solo)
-            print(f"logit deviation vs in-process, {mode:>3} cross-batch, {c:>2} clients: "
+            diff = deviation(runs[label][0][c]["responses"], solo)
+            print(f"logit deviation vs in-process {own}, {label}, {c:>2} clients: "
                   f"median {np.median(diff):.2e}, max {diff.max():.2e} nats")
 
 

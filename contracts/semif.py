@@ -193,6 +193,7 @@ class ModelInfo(_Open):
     flash_attn: bool | None = None
     kv_type: str | None = None
     segmentation: str | None = None
+    batch_invariant: bool | None = None
     image_digest: str | None = None
     instance_type: str | None = None
 

@@ -25,20 +25,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scorer import crossbatch, prompt
-from scorer.errors import PromptTooLong
+from scorer.cells import CELL_ALIGN, Layout
 from scorer.identity import ModelIdentity, describe
 from scorer.model_files import resolve_model_path
+from scorer.prepare import Prepared, Preparer
 from scorer.respond import FloatArray, normalize, respond, softmax
 from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
-from scorer.segments import Segmented, segment
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from contracts.semif import ScoreRequest, ScoreResponse
+    from scorer.segments import Segmented
     from scorer.settings import ScorerSettings
 
 PREFIX_SEQ = 0  # the sequence that holds the shared prefix (and the cached static segment)
+PAD_SEQ_FROM_END = 1  # the batch-invariant mode's pad tokens live in the last sequence (never a branch's)
 
 
 @dataclass(slots=True)
@@ -48,14 +50,6 @@ class EngineStats:
     decisions: int = 0
     tokens_computed: int = 0
     tokens_cached: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A decision ready to decode: its segments and how its state was cut to fit."""
-
-    seg: Segmented
-    state_tokens_dropped: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +67,24 @@ class Engine:
         self.rt = rt
         self.batch_options = settings.batch_options
         self.prefix_cache = settings.prefix_cache
+        self.invariant = settings.batch_invariant
+        if self.invariant and rt.config.repack:
+            raise ValueError("the batch-invariant mode needs the runtime built with repack=False")
+        pad_seq = rt.config.n_seq_max - PAD_SEQ_FROM_END
+        self.layout = Layout(CELL_ALIGN if self.invariant else 1, pad_seq=pad_seq)
         self.segmentation = "static|suffix|" + ("options-batched" if self.batch_options else "options-single")
         self.identity: ModelIdentity = describe(
             rt,
             segmentation=self.segmentation,
+            batch_invariant=self.invariant,
             image_digest=settings.image_digest,
             instance_type=settings.instance_type,
         )
         self.stats = EngineStats()
         self._cached_static: tuple[int, ...] | None = None
+        self._static_mark = (0, 0)
         self._content_free: dict[tuple[str, ...], FloatArray] = {}
-        self._static_tokens: dict[str, list[int]] = {}
+        self.preparer = Preparer(rt, self.layout)
         self._lock = threading.Lock()
 
     @classmethod
@@ -99,6 +100,7 @@ class Engine:
                 kv_type=settings.kv_type,
                 flash_attn=settings.flash_attn,
                 n_seq_max=min(256, settings.n_batch),
+                repack=not settings.batch_invariant,
             )
         )
         return cls(rt, settings)
@@ -113,6 +115,7 @@ class Engine:
         """Hold the context for something other than scoring (generation): the cache starts cold."""
         with self._lock:
             self.rt.clear()
+            self.layout.reset(0)
             self._cached_static = None
             yield self.rt
 
@@ -142,91 +145,73 @@ class Engine:
 
     def score_many(
         self, requests: Sequence[ScoreRequest], *, queue_ms: Sequence[float] | None = None
-    ) -> list[ScoreResponse]:
-        """Cross-request batching (opt-in): decisions with one static prefix scored in shared calls.
+    ) -> list[ScoreResponse | Exception]:
+        """Score waiting decisions together: per static prefix, in shared decode calls within the budget.
 
-        All suffixes go in one decode and all options' branches in the next, so the scores move within
-        the option-batching tolerance and depend on the batch mates (see docs/deploy-sagemaker.md).
-        Raises ValueError when the decisions do not share a static prefix or do not fit together.
+        Decisions are grouped by static prefix (decision type, first arrival first) and packed in arrival
+        order into calls that fit one batch, the sequence limit and the context (`crossbatch.plan`); a
+        call of one is the solo path. In the batch-invariant mode every score is the same bits as alone;
+        in the default mode a decision's scores move with its batch mates (opt-in there,
+        docs/deploy-sagemaker.md). A decision that cannot be scored gets its exception in its place.
         """
         started = time.perf_counter()
+        out: list[ScoreResponse | Exception | None] = [None] * len(requests)
+        done: dict[int, tuple[Prepared, Scored, FloatArray | None, int]] = {}
         with self._lock:
-            prepared = [
-                self.prepare(r.question, [o.text for o in r.options], r.state_text()) for r in requests
-            ]
-            segs = [p.seg for p in prepared]
-            crossbatch.check_fits(self.rt, segs)
-            baselines = [
-                self._content_free_logits(r.question, [o.text for o in r.options])
-                if r.scoring.normalization == "pmi"
-                else None
-                for r in requests
-            ]
-            cached = self._load_static(segs[0])
-            all_logits, computed = crossbatch.score_branches(self.rt, segs)
-            self.stats.tokens_computed += computed
-            self.stats.decisions += len(requests)
-            self._keep_static(segs[0], max(len(s.prefix) + max(map(len, s.options)) for s in segs))
+            prepared: dict[int, Prepared] = {}
+            baselines: dict[int, FloatArray | None] = {}
+            for k, r in enumerate(requests):
+                texts = [o.text for o in r.options]
+                try:
+                    prepared[k] = self.prepare(r.question, texts, r.state_text())
+                    pmi = r.scoring.normalization == "pmi"
+                    baselines[k] = self._content_free_logits(r.question, texts) if pmi else None
+                except Exception as exc:  # noqa: BLE001  (handed to that caller alone)
+                    out[k] = exc
+            for call in crossbatch.plan(self.rt, self.layout, {k: p.seg for k, p in prepared.items()}):
+                try:
+                    scored = self._score_call([prepared[k] for k in call])
+                except Exception as exc:  # noqa: BLE001  (the call's decisions get the error)
+                    self._cached_static = None  # the cache is in an unknown state: start cold
+                    for k in call:
+                        out[k] = exc
+                    continue
+                for k, one in zip(call, scored, strict=True):
+                    done[k] = (prepared[k], one, baselines[k], len(call))
         elapsed = (time.perf_counter() - started) * 1000
         waits = list(queue_ms) if queue_ms is not None else [0.0] * len(requests)
-        out = []
-        for request, prep, logits, baseline, wait in zip(
-            requests, prepared, all_logits, baselines, waits, strict=True
-        ):
+        for k, (prep, scored_one, baseline, batched) in done.items():
+            request = requests[k]
             texts = [o.text for o in request.options]
-            probs = softmax(
-                normalize(logits, request.scoring.normalization, prep.seg.options, texts, baseline)
-            )
-            out.append(
-                respond(request, seg=prep.seg, state_tokens_dropped=prep.state_tokens_dropped, logits=logits,
-                        cached_tokens=cached, probs=probs, identity=self.identity,
-                        timing={"queue": wait, "score": elapsed}, batched=len(requests))
-            )
-        return out
+            norm = request.scoring.normalization
+            probs = softmax(normalize(scored_one.logits, norm, prep.seg.options, texts, baseline))
+            out[k] = respond(request, seg=prep.seg, state_tokens_dropped=prep.state_tokens_dropped,
+                             logits=scored_one.logits, cached_tokens=scored_one.cached_tokens, probs=probs,
+                             identity=self.identity, timing={"queue": waits[k], "score": elapsed},
+                             batched=batched)
+        return [r for r in out if r is not None]
+
+    def _score_call(self, prepared: Sequence[Prepared]) -> list[Scored]:
+        """Decisions sharing one static prefix, in shared decode calls (one decision: the solo path)."""
+        if len(prepared) == 1:
+            return [self.score_prepared(prepared[0])]
+        segs = [p.seg for p in prepared]
+        cached = self._load_static(segs[0])
+        all_logits, computed = crossbatch.score_branches(self.rt, segs, self.layout)
+        self.stats.tokens_computed += computed
+        self.stats.decisions += len(segs)
+        self._keep_static(segs[0], max(len(s.prefix) + max(map(len, s.options)) for s in segs))
+        return [Scored(logits=logits, cached_tokens=cached) for logits in all_logits]
 
     def prepare(self, question: str, option_texts: Sequence[str], state: str) -> Prepared:
-        """Render, tokenize and segment a decision; cut the state's tail if it does not fit."""
-        seg = self._segment(prompt.render(question, option_texts, state), option_texts)
-        for i, option in enumerate(seg.options):
-            if len(option) > self.rt.config.n_batch:
-                raise PromptTooLong(
-                    f"option has {len(option)} tokens; at most n_batch={self.rt.config.n_batch} are scored",
-                    field=f"options[{i}].text",
-                )
-        if seg.kv_cells_needed() <= self.rt.n_ctx:
-            return Prepared(seg, 0)
-        bare = self._segment(prompt.render(question, option_texts, ""), option_texts)
-        if bare.kv_cells_needed() > self.rt.n_ctx:
-            raise PromptTooLong(
-                f"question and options need {bare.kv_cells_needed()} tokens; the context holds "
-                f"{self.rt.n_ctx}",
-                field="options",
-            )
-        state_tokens = self.rt.tokenize(state, add_special=False)
-        keep = len(state_tokens) - (seg.kv_cells_needed() - self.rt.n_ctx)
-        while True:
-            keep = max(0, keep)
-            text = self.rt.detokenize(state_tokens[:keep])
-            seg = self._segment(prompt.render(question, option_texts, text), option_texts)
-            excess = seg.kv_cells_needed() - self.rt.n_ctx
-            if excess <= 0 or keep == 0:
-                return Prepared(seg, len(state_tokens) - keep)
-            keep -= excess
-
-    def _segment(self, rendered: prompt.RenderedPrompt, option_texts: Sequence[str]) -> Segmented:
-        """Segment with the static part's tokens cached per static text (one tokenizer call saved)."""
-        static = self._static_tokens.get(rendered.static)
-        if static is None:
-            if len(self._static_tokens) >= 256:
-                self._static_tokens.pop(next(iter(self._static_tokens)))
-            static = self._static_tokens[rendered.static] = self.rt.tokenize(rendered.static)
-        return segment(rendered, option_texts, self.rt.tokenize, static)
+        """Render, tokenize and segment a decision; cut the state's tail to fit (`scorer.prepare`)."""
+        return self.preparer.prepare(question, option_texts, state)
 
     def score_prepared(self, prepared: Prepared) -> Scored:
         """Decode the segments and return each option's summed log-probability."""
         seg = prepared.seg
-        cached = self._load_prefix(seg)
-        first = self.rt.log_softmax_at(-1, [o[0] for o in seg.options])
+        cached, last = self._load_prefix(seg)
+        first = self.rt.log_softmax_at(last, [o[0] for o in seg.options])
         logits = first.copy()
         multi = [i for i, o in enumerate(seg.options) if len(o) > 1]
         groups = self._groups(seg, multi) if self.batch_options else [[i] for i in multi]
@@ -239,12 +224,12 @@ class Engine:
 
     # -- phases ---------------------------------------------------------------------------------
 
-    def _load_prefix(self, seg: Segmented) -> int:
-        """Make seq 0 hold the whole shared prefix with the suffix's last logits; return cached count."""
+    def _load_prefix(self, seg: Segmented) -> tuple[int, int]:
+        """Make seq 0 hold the whole shared prefix; return the cached count and the last token's index."""
         cached = self._load_static(seg)
-        self._decode_run(seg.prefix[seg.static_len :], seg.static_len, logits_last=True)
+        last = self._decode_run(seg.prefix[seg.static_len :], seg.static_len, logits_last=True)
         self.stats.tokens_computed += len(seg.prefix) - seg.static_len
-        return cached
+        return cached, last
 
     def _load_static(self, seg: Segmented) -> int:
         """Make seq 0 hold exactly the static segment (reused when identical); return cached count."""
@@ -252,34 +237,47 @@ class Engine:
             self.stats.tokens_cached += seg.static_len
             return seg.static_len
         self.rt.clear()
+        self.layout.reset(0)
         self._decode_run(seg.prefix[: seg.static_len], 0)
+        self._static_mark = self.layout.mark()
         self.stats.tokens_computed += seg.static_len
         return 0
 
-    def _decode_run(self, tokens: Sequence[int], start: int, *, logits_last: bool = False) -> None:
-        """Decode a segment on the prefix sequence, in chunks of n_batch (a canonical split)."""
+    def _decode_run(self, tokens: Sequence[int], start: int, *, logits_last: bool = False) -> int:
+        """Decode a segment on the prefix sequence, in chunks of n_batch (a canonical split).
+
+        The segment starts on an aligned cell in the batch-invariant mode (pads first, in the first chunk).
+        """
         step = self.rt.config.n_batch
-        for lo in range(0, len(tokens), step):
-            chunk = tokens[lo : lo + step]
+        lo = index = 0
+        while lo < len(tokens):
+            batch: list[Token] = []
+            if lo == 0:
+                self.layout.start_segment(batch)
+            chunk = tokens[lo : lo + step - len(batch)]
             last = lo + len(chunk) == len(tokens)
-            self.rt.decode(
-                [
-                    Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
-                    for k, tok in enumerate(chunk)
-                ]
+            batch.extend(
+                Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
+                for k, tok in enumerate(chunk)
             )
+            index = len(batch) - 1
+            self.layout.placed(batch)
+            self.rt.decode(batch)
+            lo += len(chunk)
+        return index  # the batch index of the segment's last token, in the last call
 
     def _groups(self, seg: Segmented, multi: list[int]) -> list[list[int]]:
         """Pack multi-token options (request order) into decode calls bounded by batch, seqs and cells."""
         cfg = self.rt.config
-        free_cells = self.rt.n_ctx - len(seg.prefix)
+        free_cells = self.rt.n_ctx - self.layout.used
+        pads = self.layout.align - 1  # at most, before each branch
         budget = min(cfg.n_batch, free_cells)
         groups: list[list[int]] = []
         current: list[int] = []
         used = 0
         for i in multi:
-            need = len(seg.options[i]) - 1
-            if current and (used + need > budget or len(current) >= cfg.n_seq_max - 1):
+            need = len(seg.options[i]) - 1 + pads
+            if current and (used + need > budget or len(current) >= cfg.n_seq_max - 2):
                 groups.append(current)
                 current, used = [], 0
             current.append(i)
@@ -291,25 +289,29 @@ class Engine:
     def _decode_branches(self, seg: Segmented, group: list[int]) -> list[float]:
         """Decode the options of one group as branches of the prefix; return their tail log-probs."""
         base = len(seg.prefix)
+        mark = self.layout.mark()
         batch: list[Token] = []
+        starts: list[int] = []
         for slot, i in enumerate(group, start=1):
             self.rt.seq_cp(PREFIX_SEQ, slot)
+            self.layout.start_segment(batch)
+            starts.append(len(batch))
             batch.extend(
                 Token(tok, base + k, (slot,), logits=True) for k, tok in enumerate(seg.options[i][:-1])
             )
+        self.layout.placed(batch)
         self.rt.decode(batch)
         self.stats.tokens_computed += len(batch)
         tails: list[float] = []
-        index = 0
-        for i in group:
+        for i, index in zip(group, starts, strict=True):
             option = seg.options[i]
             rows = [
                 float(self.rt.log_softmax_at(index + k, [option[k + 1]])[0]) for k in range(len(option) - 1)
             ]
             tails.append(float(np.sum(rows)))
-            index += len(option) - 1
         for slot in range(1, len(group) + 1):
             self.rt.seq_rm(slot, -1, -1)
+        self.layout.rewind(self.rt, mark)
         return tails
 
     def _keep_static(self, seg: Segmented, longest: int | None = None) -> None:
@@ -317,9 +319,11 @@ class Engine:
         longest = longest or len(seg.prefix) + max(len(o) for o in seg.options)
         if not self.prefix_cache or (self.rt.n_swa and longest >= self.rt.n_swa):
             self.rt.clear()
+            self.layout.reset(0)
             self._cached_static = None
             return
         self.rt.seq_rm(PREFIX_SEQ, seg.static_len, -1)
+        self.layout.rewind(self.rt, self._static_mark)
         self._cached_static = seg.static
 
     def _content_free_logits(self, question: str, texts: list[str]) -> FloatArray:

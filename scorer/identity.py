@@ -79,6 +79,9 @@ class ModelIdentity:
     flash_attn: bool
     kv_type: str
     segmentation: str
+    batch_invariant: bool = False
+    """Scores do not depend on what shares a decode call (``SCORER_BATCH_INVARIANT``: repacked CPU kernels
+    off, segments on aligned KV cells; `scorer.cells`)."""
     image_digest: str | None = None
     instance_type: str | None = None
 
@@ -123,7 +126,12 @@ def _write_cache(cache_file: Path, cache: dict[str, str]) -> None:
 
 
 def describe(
-    rt: LlamaRuntime, *, segmentation: str, image_digest: str | None = None, instance_type: str | None = None
+    rt: LlamaRuntime,
+    *,
+    segmentation: str,
+    batch_invariant: bool = False,
+    image_digest: str | None = None,
+    instance_type: str | None = None,
 ) -> ModelIdentity:
     """Build the identity of the model loaded in ``rt``."""
     cfg = rt.config
@@ -147,6 +155,7 @@ def describe(
         flash_attn=cfg.flash_attn,
         kv_type=cfg.kv_type,
         segmentation=segmentation,
+        batch_invariant=batch_invariant,
         image_digest=image_digest,
         instance_type=instance_type,
     )

@@ -53,7 +53,7 @@ def respond(  # noqa: PLR0913  (assembles the response from every phase's result
         **({"text": seg.prompt.text} if show else {}),
     )
     model = identity.to_json()
-    if batched > 1:
+    if batched > 1 and not identity.batch_invariant:  # invariant: the same bits alone, the same identity
         model["segmentation"] = f"static|suffix|options-batched|cross-request:{batched}"
     return ScoreResponse(
         decision_id=request.decision_id,

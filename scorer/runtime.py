@@ -52,6 +52,9 @@ class RuntimeConfig:
     flash_attn: bool = False
     n_seq_max: int = 256
     kv_type: str = "f32"  # "f32" or "f16"; f32 makes scores independent of how tokens share a batch
+    repack: bool = True
+    """llama.cpp's repacked CPU weight layouts (``use_extra_bufts``): faster GEMMs whose arithmetic
+    depends on how many tokens a call holds, so off in the batch-invariant mode."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class LlamaRuntime:
         self.config = config
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = config.n_gpu_layers
+        model_params.use_extra_bufts = config.repack
         self._model = llama_cpp.llama_model_load_from_file(str(config.model_path).encode(), model_params)
         if not self._model:
             raise ModelError(f"llama.cpp could not load {config.model_path}")

@@ -44,10 +44,6 @@ class Segmented:
         """Token counts of the prompt segments, as ``prompt.segments`` reports them."""
         return [self.static_len, len(self.prefix) - self.static_len]
 
-    def kv_cells_needed(self) -> int:
-        """Cells needed to score the longest option alone (the minimum for the request to fit)."""
-        return len(self.prefix) + max(len(o) for o in self.options) - 1
-
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token lists."""

@@ -41,6 +41,11 @@ class ScorerSettings(BaseSettings):
         default=True,
         description="decode all options' tokens in one call (faster; within 0.1 nats of one at a time)",
     )
+    batch_invariant: bool = Field(
+        default=False,
+        description="a decision's scores do not depend on what shares its decode calls (repacked CPU "
+        "kernels off, segments on aligned KV cells); turns cross-request batching on by default",
+    )
     prefix_cache: bool = Field(
         default=True, description="reuse the static prefix's KV cells between decisions"
     )
@@ -61,12 +66,21 @@ class ScorerSettings(BaseSettings):
     queue_size: int = Field(default=32, ge=1, description="requests waiting for the model; beyond: 503")
     max_body_bytes: int = Field(default=1 << 20, ge=1024, description="request body cap (413 beyond)")
     retry_after_s: int = Field(default=1, ge=0, description="Retry-After on 503 overloaded")
-    cross_batch: bool = Field(
-        default=False,
-        description="score waiting decisions of one type together (opt-in: scores move "
-        "within the option-batching tolerance, see docs/deploy-sagemaker.md)",
+    cross_batch: bool | None = Field(
+        default=None,
+        description="score waiting decisions together (unset: on in the batch-invariant mode, where the "
+        "scores do not move; off otherwise, where they move within the option-batching tolerance)",
     )
-    cross_batch_max: int = Field(default=8, ge=1, le=64, description="decisions per cross-request batch")
+    cross_batch_max: int = Field(default=16, ge=1, le=64, description="decisions per cross-request batch")
+    batch_wait_ms: float = Field(
+        default=2.0, ge=0, le=100,
+        description="cross-request batching: how long an idle server waits for others to join a decision",
+    )
     shutdown_grace_s: float = Field(default=25.0, ge=0, description="SIGTERM: time to finish queued work")
     chat_max_tokens: int = Field(default=256, ge=1, description="max_tokens when a chat body gives none")
     instance_type: str | None = Field(default=None, description="instance type, recorded in the identity")
+
+    @property
+    def cross_batching(self) -> bool:
+        """Whether the server scores waiting decisions together (``cross_batch``, else the mode's default)."""
+        return self.batch_invariant if self.cross_batch is None else self.cross_batch

@@ -1,8 +1,10 @@
 """The model behind the server: loaded off the event loop, fed by a bounded queue, one thread.
 
     submit  -> refuse at once when not ready, draining, or the queue is full (503), else enqueue
-    worker  -> take the next job (and, with cross_batch, the waiting decisions of the same type),
-               run it on the single llama.cpp thread, resolve the caller's future
+    worker  -> take the next job (and, with cross-request batching, up to ``cross_batch_max`` waiting
+               decisions of any type, after at most ``batch_wait_ms`` for more to arrive), run them on
+               the single llama.cpp thread (the engine packs them into calls within its token budget),
+               resolve each caller's future
     drain   -> SIGTERM: stop taking work, finish what is queued within the grace period, fail the rest
 
 llama.cpp holds one context, so everything that touches the model runs on one executor thread; the
@@ -143,30 +145,44 @@ class ScoringService:
     async def _worker(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            jobs = self._take([await self._queue.get()])
-            self.metrics.queue_depth.set(self._queue.qsize())
-            live = [j for j in jobs if not j.future.done()]  # callers that hung up are skipped
-            if not live:
-                continue
-            now = time.perf_counter()
-            for job in live:
-                self.metrics.queue_wait.observe(now - job.enqueued)
-            self._busy = True
+            first = await self._queue.get()
+            self._busy = True  # from here until its answers are out (drain waits for it)
             try:
-                results = await loop.run_in_executor(self._executor, self._run, live, now)
+                await self._gather_wait(first)
+                jobs = self._take([first])
+                self.metrics.queue_depth.set(self._queue.qsize())
+                await self._run_jobs(loop, jobs)
             finally:
                 self._busy = False
-            for job, result in zip(live, results, strict=True):
-                if job.future.done():
-                    continue
-                if isinstance(result, BaseException):
-                    job.future.set_exception(result)
-                else:
-                    job.future.set_result(result)
+
+    async def _gather_wait(self, first: Job) -> None:
+        """With cross-request batching, give other decisions ``batch_wait_ms`` to join ``first``."""
+        wait_s = self.settings.batch_wait_ms / 1000
+        if wait_s <= 0 or first.kind != "score" or not self.settings.cross_batching:
+            return
+        if self._queue.qsize() < self.settings.cross_batch_max - 1:
+            await asyncio.sleep(wait_s)  # a fixed batching window, not a poll
+
+    async def _run_jobs(self, loop: asyncio.AbstractEventLoop, jobs: list[Job]) -> None:
+        """Run the live jobs on the llama.cpp thread and resolve their callers' futures."""
+        live = [j for j in jobs if not j.future.done()]  # callers that hung up are skipped
+        if not live:
+            return
+        now = time.perf_counter()
+        for job in live:
+            self.metrics.queue_wait.observe(now - job.enqueued)
+        results = await loop.run_in_executor(self._executor, self._run, live, now)
+        for job, result in zip(live, results, strict=True):
+            if job.future.done():
+                continue
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(result)
 
     def _take(self, jobs: list[Job]) -> list[Job]:
-        """With cross_batch, add the waiting decisions that can share one model call."""
-        if not self.settings.cross_batch or jobs[0].kind != "score":
+        """With cross-request batching, add waiting decisions (any type) up to ``cross_batch_max``."""
+        if not self.settings.cross_batching or jobs[0].kind != "score":
             return jobs
         while len(jobs) < self.settings.cross_batch_max and not self._queue.empty():
             head = self._queue._queue[0]  # type: ignore[attr-defined]  # noqa: SLF001  (peek)
@@ -196,10 +212,7 @@ class ScoringService:
 
 def _score_jobs(engine: Engine, requests: list[ScoreRequest], queue_ms: list[float]) -> list[Any]:
     if len(requests) > 1:
-        try:
-            return list(engine.score_many(requests, queue_ms=queue_ms))
-        except Exception as exc:  # noqa: BLE001  (one bad decision must not fail its batch mates)
-            log.debug("cross batch fell back to one at a time: %s", exc)
+        return list(engine.score_many(requests, queue_ms=queue_ms))  # a failed one gets its exception
     out: list[Any] = []
     for request, wait in zip(requests, queue_ms, strict=True):
         try:

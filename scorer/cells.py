@@ -1,0 +1,83 @@
+"""Where a decode's tokens land in the KV cache, and the padding that makes a score batch-invariant.
+
+llama.cpp puts a decode's tokens into the cache's free cells in batch order, starting at the lowest free
+cell. Attention then sums each token's terms over all cells (masked ones are exact zeros) in SIMD lanes
+by cell index modulo 8 (`ggml_vec_dot_f32`, tinyBLAS): a segment whose cells start at another offset
+modulo 8 puts the same terms in other lanes, and the sum changes in its last bits, which a 270M model
+amplifies to ~1 nat (docs/performance.md, "Cross-request batching"). So a decision's logits depended on
+what shared its decode calls.
+
+`Layout` with ``align`` 8 starts every segment (the suffix, each option branch) on a cell that is a
+multiple of 8, by putting throwaway pad tokens (sequence ``pad_seq``) before it in the same call. With
+the repacked weight kernels off (their arithmetic depends on the call's token count), a token's
+arithmetic then no longer depends on its batch mates: alone or beside 15 other decisions, the same bits.
+``align`` 1 places tokens as they fall (no padding: the default mode's layout).
+
+It relies on llama.cpp placing a call's tokens in order from the lowest free cell when every cell above
+is free, which the engine keeps true: cells are only ever freed from a `mark` to the end (`rewind`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scorer.runtime import Token
+
+if TYPE_CHECKING:
+    from scorer.runtime import LlamaRuntime
+
+CELL_ALIGN = 8
+"""The SIMD lane count of the CPU kernels' sums over KV cells (AVX2: 8 floats)."""
+
+
+def align_up(n: int, align: int) -> int:
+    """``n`` rounded up to a multiple of ``align``."""
+    return -(-n // align) * align
+
+
+@dataclass(slots=True)
+class Layout:
+    """Tracks the next free cell; pads segment starts to multiples of ``align`` (1: no padding)."""
+
+    align: int
+    pad_seq: int
+    pad_token: int = 0
+    used: int = 0
+    """Cells in use: the next decode's first token lands on this cell."""
+    pad_pos: int = 0
+    """The next position in the pad sequence (llama.cpp wants each sequence's positions consecutive)."""
+
+    def start_segment(self, batch: list[Token]) -> None:
+        """Append pad tokens to ``batch`` so the next token appended lands on an aligned cell."""
+        n = -(self.used + len(batch)) % self.align
+        if n:
+            pads = range(self.pad_pos, self.pad_pos + n)
+            batch.extend(Token(self.pad_token, pos, (self.pad_seq,), logits=False) for pos in pads)
+            self.pad_pos += n
+
+    def placed(self, batch: list[Token]) -> None:
+        """``batch`` is about to be decoded: its tokens will hold the next cells."""
+        self.used += len(batch)
+
+    def mark(self) -> tuple[int, int]:
+        """The current end of the used cells, for `rewind`."""
+        return self.used, self.pad_pos
+
+    def rewind(self, rt: LlamaRuntime, mark: tuple[int, int]) -> None:
+        """Free the pads placed since ``mark`` (the caller frees its own sequences' cells there too)."""
+        used, pad_pos = mark
+        if self.pad_pos > pad_pos:
+            rt.seq_rm(self.pad_seq, pad_pos, -1)
+        self.used, self.pad_pos = used, pad_pos
+
+    def reset(self, used: int, rt: LlamaRuntime | None = None) -> None:
+        """Only the first ``used`` cells are held (pads freed through ``rt`` where some were placed)."""
+        if rt is not None and self.pad_pos:
+            rt.seq_rm(self.pad_seq, -1, -1)
+        self.used, self.pad_pos = used, 0
+
+    def cells_for(self, static_len: int, suffix_len: int, longest_branch: int) -> int:
+        """Cells a decision needs alone: its static segment, suffix and longest branch, each aligned."""
+        suffix_end = align_up(static_len, self.align) + suffix_len
+        return align_up(suffix_end, self.align) + longest_branch

@@ -1,0 +1,233 @@
+"""The batch-invariant mode: a decision's logits do not depend on what shares its decode calls.
+
+`SCORER_BATCH_INVARIANT=true` turns off llama.cpp's repacked CPU kernels and starts every segment on a KV
+cell that is a multiple of 8 (`scorer.cells`). Each decision below is scored alone first; then in
+cross-request batches of every size up to 12 mixed with another decision type, and through the server
+with further requests arriving while a batch is being scored. Every logit must equal its solo value
+within 1e-6 (they are in fact the same bits). One residual is open and pinned: eight decisions of one type
+in one call (`test_the_known_residual_of_eight_decisions_of_one_type`).
+
+Deliberate breaks seen failing (docs/development.md): `CELL_ALIGN = 1` in `scorer/cells.py` (0.37 nats);
+`repack=not settings.batch_invariant` replaced by `repack=True` in `Engine.from_settings` (the engine
+refuses to start); the pads' `start_segment` skipped for option branches (0.2-1 nats).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from contracts.semif import ScoreRequest, ScoreResponse
+from scorer.engine import Engine
+from scorer.server.app import init_app
+from scorer.settings import ScorerSettings
+from tests.scorer.conftest import make_engine
+from tests.scorer.test_server import ready
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from pathlib import Path
+
+    from tests.typing import ClientFactory
+
+TICKETS = [
+    "I was charged twice for my subscription this month, please refund.",
+    "The app crashes whenever I open settings on Android 14.",
+    "How do I change the email address on my account?",
+    "My package never arrived and tracking shows nothing since Monday.",
+    "Can I get an invoice with my company VAT number?",
+    "The password reset email never comes through.",
+    "I want to cancel my plan and delete all my data.",
+    "Is there a discount for annual billing for nonprofits? We are a small charity.",
+]
+ROUTE = [  # single- and multi-token options, two sharing their first token
+    ("billing", "Billing"),
+    ("tech", "Technical problem with the app"),
+    ("account", "Account settings"),
+    ("deletion", "Account deletion and privacy"),
+    ("shipping", "Shipping and delivery"),
+]
+PRIORITY = [("p1", "urgent: the customer is blocked"), ("p2", "high"), ("p3", "normal, within a week")]
+EXACT_UP_TO = 12
+"""Batch sizes checked exact (two types mixed, at most 6 of one type per call); see the residual test."""
+TOLERANCE = 1e-6
+
+
+def _body(kind: str, i: int, ticket: str, normalization: str = "none") -> dict[str, Any]:
+    question, options = ("Which team should handle this ticket?", ROUTE)
+    if kind == "priority":
+        question, options = "How urgent is it?", PRIORITY
+    return {
+        "decision_id": f"{kind}-{i}",
+        "decision_type": kind,
+        "state": {"ticket": ticket},
+        "question": question,
+        "options": [{"id": a, "text": b} for a, b in options],
+        "scoring": {"normalization": normalization},
+    }
+
+
+def _pool() -> list[dict[str, Any]]:
+    """16 decisions, the two types interleaved (and a PMI one: its baseline is scored on the side)."""
+    pool = []
+    for i, ticket in enumerate(TICKETS):
+        pool.append(_body("route", i, ticket, "pmi" if i == 3 else "none"))
+        pool.append(_body("priority", i, ticket))
+    return pool
+
+
+def _logits(response: ScoreResponse | dict[str, Any]) -> np.ndarray:
+    data = response if isinstance(response, dict) else response.to_json()
+    return np.array([o["logit"] for o in data["options"]])
+
+
+@pytest.fixture(scope="module")
+def invariant(model_path: Path) -> Iterator[Engine]:
+    """An engine in the batch-invariant mode."""
+    eng = make_engine(model_path, batch_invariant=True)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def solo(invariant: Engine) -> dict[str, np.ndarray]:
+    """Each decision of the pool scored alone (cold prefix for the first of each type, warm after)."""
+    return {b["decision_id"]: _logits(invariant.score(ScoreRequest.model_validate(b))) for b in _pool()}
+
+
+def _gauge(metrics: str, name: str) -> float:
+    return float(next(line for line in metrics.splitlines() if line.startswith(name + " ")).split()[-1])
+
+
+def _worst(responses: Sequence[ScoreResponse | Exception], solo: dict[str, np.ndarray]) -> float:
+    worst = 0.0
+    for r in responses:
+        assert isinstance(r, ScoreResponse), r
+        worst = max(worst, float(np.abs(_logits(r) - solo[r.decision_id]).max()))
+    return worst
+
+
+@pytest.mark.slow
+def test_batches_mixing_two_types_give_the_solo_logits(
+    invariant: Engine, solo: dict[str, np.ndarray]
+) -> None:
+    """Sizes 2..12, each a different mix of the two types, in arrival order: the solo logits exactly."""
+    pool = [ScoreRequest.model_validate(b) for b in _pool()]
+    worst = 0.0
+    for size in range(2, EXACT_UP_TO + 1):
+        picked = [pool[(3 * size + k) % len(pool)] for k in range(size)]
+        responses = invariant.score_many(picked)
+        assert [r.decision_id for r in responses if isinstance(r, ScoreResponse)] == [
+            p.decision_id for p in picked
+        ]
+        worst = max(worst, _worst(responses, solo))
+        for r in responses:
+            assert isinstance(r, ScoreResponse)
+            assert r.model.batch_invariant is True
+            assert "cross-request" not in (r.model.segmentation or "")  # same bits, same identity
+    assert worst <= TOLERANCE, f"worst logit change {worst:.3g} nats"
+
+
+@pytest.mark.slow
+def test_the_known_residual_of_eight_decisions_of_one_type(
+    invariant: Engine, solo: dict[str, np.ndarray]
+) -> None:
+    """OPEN (issue 20): 8 decisions of one type in one call move one of them by 1.6e-3 nats.
+
+    The eight `priority` decisions together: `priority-7` (first or last in the call) moves by 1.56e-3
+    nats on every option, the other seven are exact; with seven in the call it is exact. Not the KV cells'
+    alignment, the KV length's parity, the count of logits rows or the thread count (each ruled out by
+    an experiment, docs/performance.md). This pins the residual so that a fix shows up here: the test
+    fails when the deviation goes away (tighten it then) or grows past 0.01.
+    """
+    pool = [ScoreRequest.model_validate(b) for b in _pool() if b["decision_type"] == "priority"]
+    responses = invariant.score_many(pool)
+    moved = {
+        r.decision_id: float(np.abs(_logits(r) - solo[r.decision_id]).max())
+        for r in responses
+        if isinstance(r, ScoreResponse)
+    }
+    assert len(moved) == len(pool)
+    assert max(moved.values()) <= 0.01, moved
+    assert [k for k, v in moved.items() if v > TOLERANCE] == ["priority-7"], moved
+
+
+def test_scores_alone_do_not_depend_on_what_came_before(
+    invariant: Engine, solo: dict[str, np.ndarray]
+) -> None:
+    """Scored again after the other type evicted the prefix cache, and after a batch: the same logits."""
+    pool = [ScoreRequest.model_validate(b) for b in _pool()]
+    invariant.score_many(pool[:5])
+    again = [invariant.score(r) for r in (pool[1], pool[0], pool[7], pool[6])]
+    assert _worst(again, solo) <= TOLERANCE
+
+
+def test_one_bad_decision_does_not_fail_its_batch_mates(
+    invariant: Engine, solo: dict[str, np.ndarray]
+) -> None:
+    """A decision too long for the context gets its error in its place; the others are scored exactly."""
+    pool = [ScoreRequest.model_validate(b) for b in _pool()[:4]]
+    too_long = ScoreRequest.model_validate({**_body("route", 99, "x"), "options": [
+        {"id": f"o{i}", "text": "word " * 600} for i in range(2)]})
+    responses = invariant.score_many([pool[0], too_long, pool[1], pool[2]])
+    assert isinstance(responses[1], Exception)
+    assert _worst([responses[0], responses[2], responses[3]], solo) <= TOLERANCE
+
+
+class _HeldEngine(Engine):
+    """A real engine whose first model call waits for the test (a hook, not a fake).
+
+    Requests sent meanwhile queue up and arrive 'mid-batch', deterministically.
+    """
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def _hold(self) -> None:
+        if not self.started.is_set():
+            self.started.set()
+            self.release.wait(60)
+
+    def score(self, request: ScoreRequest, **kwargs: Any) -> ScoreResponse:
+        self._hold()
+        return super().score(request, **kwargs)
+
+    def score_many(self, requests: Sequence[ScoreRequest], **kwargs: Any) -> list[ScoreResponse | Exception]:
+        self._hold()
+        return super().score_many(requests, **kwargs)
+
+
+@pytest.mark.slow
+async def test_server_batches_concurrent_decisions_without_moving_a_score(
+    model_path: Path, aiohttp_client: ClientFactory, solo: dict[str, np.ndarray]
+) -> None:
+    """Through the server: a first call held while 8 more decisions arrive; they are batched next."""
+    settings = ScorerSettings.model_validate(
+        {"model_path": model_path, "n_threads": 2, "n_ctx": 2048, "batch_invariant": True}
+    )
+    assert settings.cross_batching  # on by default in the invariant mode
+    client = await aiohttp_client(init_app(settings, engine_factory=_HeldEngine.from_settings))
+    await ready(client)
+    pool = _pool()
+
+    async def post(body: dict[str, Any]) -> dict[str, Any]:
+        response = await client.post("/invocations", json=body)
+        assert response.status == 200, await response.text()
+        return dict(await response.json())
+
+    first = [asyncio.create_task(post(b)) for b in pool[:4]]
+    await asyncio.to_thread(_HeldEngine.started.wait, 60)
+    later = [asyncio.create_task(post(b)) for b in pool[4:12]]
+    while _gauge(await (await client.get("/metrics")).text(), "semif_queue_depth") < len(later):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)  # the server's own gauge says when the later 8 are all queued
+    _HeldEngine.release.set()
+    answers = await asyncio.gather(*first, *later)
+    worst = max(float(np.abs(_logits(a) - solo[a["decision_id"]]).max()) for a in answers)
+    assert worst <= TOLERANCE, f"worst logit change {worst:.3g} nats"
+    metrics = await (await client.get("/metrics")).text()
+    calls = next(line for line in metrics.splitlines() if line.startswith("semif_batch_decisions_count"))
+    assert float(calls.split()[-1]) == 2  # the held call, then everything that arrived meanwhile, together
