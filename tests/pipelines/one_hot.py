@@ -2,8 +2,9 @@
 
 Each added row copies a scored, generated row under a new decision id (``oh-<id>``), with the chat
 backend's one-hot marker in ``prompt_builder`` and probability 1 on its proposal; its outcome, if the
-original has one, is copied under the new id. The identity columns are kept, so the one-hot rows share
-the originals' ``model_key``: only the row's own marker can tell them apart.
+original has one, is copied under the new id. The identity columns are kept: every other copy keeps
+its candidate too, so it shares the original's ``model_key`` and only the row's own marker tells it
+apart; the rest become candidate ``chat`` (``CHAT``), model keys whose rows are all one-hot.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 ONE_HOT_BUILDER = "chat/2;json_object;one_hot"
 PREFIX = "oh-"
 WRITER = "gen-0003"
+CHAT = "chat"
 
 
 def one_hot_copy(table: pa.Table, every: int) -> pa.Table:
@@ -37,6 +39,8 @@ def one_hot_copy(table: pa.Table, every: int) -> pa.Table:
         "proposal_probability": pa.array([1.0] * rows.num_rows, pa.float64()),
         "prompt_builder": pa.array([ONE_HOT_BUILDER] * rows.num_rows, pa.string()),
         "writer_id": pa.array([WRITER] * rows.num_rows, pa.string()),
+        "candidate": pc.if_else(pa.array([i % 2 == 1 for i in range(rows.num_rows)], pa.bool_()),
+                                pa.scalar(CHAT), rows["candidate"]),
     }
     for name, column in columns.items():
         rows = rows.set_column(rows.schema.get_field_index(name), name, column)

@@ -1,13 +1,15 @@
 """One-hot rows (the chat backend without log-probabilities) are left out of every calibration metric.
 
 The same generated records are run twice: alone, and with one-hot copies of a third of the scored rows
-beside them (``tests/pipelines/one_hot.py``; same identity, so the same ``model_key``). The calibration
-figures must be those of the normal rows alone, the count of rows left out is reported, and the counting
-marts (agreement, selective) include the one-hot rows.
+beside them (``tests/pipelines/one_hot.py``): half under the originals' ``model_key``, half as candidate
+``chat``, whose rows are all one-hot. The calibration figures of the normal model keys and of '*' must be
+those of the normal rows alone, the count of rows left out is reported, the counting marts (agreement,
+selective) include the one-hot rows, and a ``chat`` key has counts but no calibration figure.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,7 @@ import pytest
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
 from tests.pipelines.conftest import Computed, mart, run_window
-from tests.pipelines.one_hot import add_one_hot_rows
+from tests.pipelines.one_hot import CHAT, add_one_hot_rows
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,8 +64,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
 
 
 def frame(run: Computed, name: str, columns: list[str] | None = None) -> pd.DataFrame:
-    """A mart's rows in a total order (its key columns first), as a DataFrame."""
+    """A mart's rows of the normal model keys and '*' in a total order (key columns first), as a DataFrame."""
     rows = pd.DataFrame(mart(run, name))
+    rows = rows[~rows.model_key.str.startswith(f"{CHAT} ")]
     keys = [c for c in rows.columns if c in KEYS]
     rows = rows[keys + [c for c in (columns or rows.columns) if c not in keys]]
     return rows.sort_values(keys, na_position="first").reset_index(drop=True)
@@ -75,7 +78,7 @@ def test_calibration_figures_are_those_of_the_normal_rows_alone(runs: Runs) -> N
     assert labelled > 500  # the one-hot rows are there, and labelled
     pd.testing.assert_frame_equal(
         frame(beside, "calibration", CALIBRATION), frame(alone, "calibration", CALIBRATION),
-        check_exact=False, rtol=1e-12,
+        check_exact=False, rtol=1e-12, check_dtype=False,  # `bins` is float beside: null on the chat keys
     )
 
 
@@ -119,3 +122,23 @@ def test_counting_marts_keep_the_one_hot_rows(runs: Runs) -> None:
     gained = selective.scored_x - selective.scored_y
     assert (gained == selective.routed_to_review_x - selective.routed_to_review_y).all()
     assert (selective.scored_x > selective.scored_y).all()
+
+
+def test_a_model_whose_rows_are_all_one_hot_has_counts_and_no_figures(runs: Runs) -> None:
+    """The ``chat`` keys: a calibration row with counts and null figures, and nothing to accept.
+
+    `labelled` = `one_hot_excluded`; no threshold, risk-coverage, reliability or classwise row; every
+    scored decision is routed to review.
+    """
+    _, beside, _ = runs
+    calibration = [r for r in mart(beside, "calibration") if str(r["model_key"]).startswith(f"{CHAT} ")]
+    assert calibration
+    for row in calibration:
+        assert row["labelled"] == row["one_hot_excluded"] > 0
+        figures = [row[name] for name in CALIBRATION if name != "outside_options"]
+        assert all(value is None or math.isnan(value) for value in figures), row
+    for name in ("thresholds", "risk_coverage", "reliability", "classwise_calibration"):
+        assert not [r for r in mart(beside, name) if str(r["model_key"]).startswith(f"{CHAT} ")], name
+    selective = [r for r in mart(beside, "selective") if str(r["model_key"]).startswith(f"{CHAT} ")]
+    assert selective
+    assert all(r["accepted"] == 0 and r["routed_to_review"] == r["scored"] > 0 for r in selective)
