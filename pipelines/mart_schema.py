@@ -79,7 +79,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *SCOPE, ("labelled", COUNT), ("label_rate", REAL),
         *columns("ece ece_debiased ece_low ece_high mce", REAL), ("bins", COUNT),
         *columns("classwise_ece brier brier_baseline log_loss log_loss_baseline", REAL),
-        ("outside_options", COUNT),
+        ("outside_options", COUNT), ("one_hot_excluded", COUNT),
     ],
     "drift_confidence": [*SCOPE_NO_WEEK, ("confidence_psi", REAL), ("reference_weeks", COUNT)],
     "drift_mix": [*SCOPE_NO_WEEK, *columns("proposal_mix_psi outcome_mix_psi", REAL)],

@@ -88,8 +88,11 @@ def errors_in(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def load(path: Path, expression: str, width: int = 1280) -> Page:
-    """Open ``path`` in headless Chromium, evaluate ``expression`` once loaded, and take a full screenshot."""
+def load(path: Path, expression: str, width: int = 1280, height: int | None = None) -> Page:
+    """Open ``path`` in headless Chromium, evaluate ``expression`` once loaded, and take a screenshot.
+
+    The whole page, or with ``height`` its top ``height`` pixels (``bench/review_screenshot.py``).
+    """
     binary = chromium()
     assert binary, "chromium not installed (make installs it: apt-get install -y chromium)"
     with tempfile.TemporaryDirectory() as profile:
@@ -120,7 +123,9 @@ def load(path: Path, expression: str, width: int = 1280) -> Page:
             tools.call("Page.navigate", url=path.resolve().as_uri())
             tools.wait_for("Page.loadEventFired")
             value = tools.call("Runtime.evaluate", expression=expression, returnByValue=True)
-            shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            top = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            clip = {} if height is None else {"clip": top}
+            shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **clip)
             tools.ws.close()
             return Page(errors_in(tools.events), value["result"].get("value"), base64.b64decode(shot["data"]))
         finally:

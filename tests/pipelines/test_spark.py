@@ -1,8 +1,9 @@
 """The Spark engine against the DuckDB engine: every mart equal on the same records, and each rewrite equal.
 
 One local SparkSession for the test session (``spark`` fixture; JVM start-up is slow). The records: two
-candidates, an identity change, a drifted week, and an ``as_of`` inside the last week, so that week's late
-outcomes are missing (immature) and duplicated outcomes resolve to the latest known.
+candidates, an identity change, a drifted week, one-hot chat rows beside the scored ones, and an ``as_of``
+inside the last week, so that week's late outcomes are missing (immature) and duplicated outcomes resolve
+to the latest known.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from pipelines.weeks import window
+from tests.pipelines.one_hot import add_one_hot_rows
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -75,6 +77,7 @@ def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> tu
 
     root = tmp_path_factory.mktemp("spark_records")
     generate(open_root(str(root)), PLAN)
+    add_one_hot_rows(root)  # chat rows without log-probabilities: `one_hot` excluded alike on both engines
     settings = PipelineSettings(bootstrap_reps=50)  # the bootstrap's cost, not its logic, grows with reps
     span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
     outs = tmp_path_factory.mktemp("duckdb_marts"), tmp_path_factory.mktemp("spark_marts")

@@ -113,6 +113,14 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
 
     SIGTERM on exit (the sidecar drains and flushes its records) and the exit code must be 0.
     """
+    async with sidecar_subprocess(settings) as (url, _proc):
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def sidecar_subprocess(
+        settings: ShadowSettings) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """``sidecar_process``, yielding the process too (its pid, for the tests that act on it)."""
     cli = str(Path(sys.executable).parent / "semif-shadow")
     proc = await asyncio.create_subprocess_exec(cli, "sidecar", "run", env=sidecar_env(settings),
                                                 stderr=asyncio.subprocess.PIPE)
@@ -131,7 +139,7 @@ async def sidecar_process(settings: ShadowSettings) -> AsyncIterator[str]:
                     await drain
                     raise AssertionError(f"sidecar exited: {log.decode()}")
                 await asyncio.sleep(0.05)
-        yield url
+        yield url, proc
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)

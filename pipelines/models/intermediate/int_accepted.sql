@@ -1,5 +1,6 @@
 -- `int_cube` with whether each cell is accepted by its model's per-option threshold (mart `thresholds`);
--- scored decisions that are not accepted are routed to review. Feeds `selective` and `cost`.
+-- scored decisions that are not accepted are routed to review, and so is every `one_hot` decision (it has no
+-- probability to hold against a threshold). Feeds `selective` and `cost`.
 with cube as (
     select * from int_cube
 ),
@@ -13,7 +14,7 @@ chosen as (
 final as (
     select
         cube.*,
-        coalesce(cube.grid_index >= chosen.grid_index, false) as accepted
+        not cube.one_hot and coalesce(cube.grid_index >= chosen.grid_index, false) as accepted
     from cube
     left join chosen
         on chosen.decision_type = cube.decision_type

@@ -1,8 +1,8 @@
--- Labelled decisions with what the top-label equal-mass bins need: week, model and all-model scope,
+-- Labelled decisions (not `one_hot`) with what the top-label equal-mass bins need: week, model and all-model scope,
 -- confidence, whether the proposal was right, bootstrap block and confidence bucket floor(c * 4096)
 -- (monotone in c). Materialized once for `int_calibration_buckets`, `_edges` and `_binned`.
 with decisions as (
-    select * from int_decisions where labelled
+    select * from int_decisions where labelled and not one_hot  -- one-hot rows say nothing about calibration
 ),
 
 final as (

@@ -1,5 +1,6 @@
 -- Scored decisions counted by every key an additive metric needs: model and fleet, proposal, outcome,
--- confidence grid cell and whether the decision is labelled. Confusion, Brier, log-loss, thresholds,
+-- confidence grid cell, whether the decision is labelled and whether its probabilities are `one_hot`
+-- (no Brier or log-loss then; the calibration and threshold marts leave those cells out). Confusion, Brier, log-loss, thresholds,
 -- risk-coverage, selective and cost marts all sum over this small table instead of the decisions
 -- (scorer time and tokens: `int_usage`).
 -- Counted per segment first (integer keys), then named from `int_segments`.
@@ -14,7 +15,7 @@ params as (
 per_segment as (
     select
         scored.segment, scored.week_start, scored.proposal_pos, scored.proposal_other,
-        scored.outcome_pos, scored.outcome_other, scored.labelled,
+        scored.outcome_pos, scored.outcome_other, scored.labelled, scored.one_hot,
         floor(scored.confidence * params.grid)::int as grid_index,
         count(*) as n,
         count(*) filter (where scored.correct) as correct,
@@ -33,7 +34,7 @@ final as (
         segments.model_key, segments.model_name, segments.backend, segments.device, segments.instance_type,
         coalesce(segments.option_ids[cells.proposal_pos], cells.proposal_other) as proposal,
         coalesce(segments.option_ids[cells.outcome_pos], cells.outcome_other) as outcome,
-        cells.labelled, cells.outcome_pos is not null as outcome_in_options, cells.grid_index,
+        cells.labelled, cells.one_hot, cells.outcome_pos is not null as outcome_in_options, cells.grid_index,
         max(segments.n_options)::bigint as n_options,
         sum(cells.n)::bigint as n,
         sum(cells.correct)::bigint as correct,

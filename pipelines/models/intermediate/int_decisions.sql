@@ -1,7 +1,8 @@
 -- Proposals joined with their outcomes: one narrow row per decision with the per-decision scalars every
 -- mart needs. Strings live in `int_segments` (the row keeps its segment hash, and the proposal and outcome
 -- as positions in the segment's options; an id outside them is kept as text); the probability vector is
--- kept only for labelled decisions whose outcome is an option (Brier, log-loss, classwise calibration),
+-- kept only for labelled decisions whose outcome is an option and that are not `one_hot` (Brier, log-loss,
+-- classwise calibration; one-hot rows say nothing about calibration and every calibration metric skips them),
 -- the decision id and time only where a severe error is possible; `decision_key` (the id's 64-bit hash)
 -- pairs the rows of several candidates on one decision (`paired`). Latency and usage read the proposals.
 -- Materialized once so the raw Parquet is scanned and joined once.
@@ -42,8 +43,10 @@ final as (
         proposal_pos::utinyint as proposal_pos,
         case when proposal_pos is null then proposal end as proposal_other,
         confidence,
+        one_hot,
         proposal = outcome as correct,
-        case when status = 'scored' and joined and outcome_pos is not null then probabilities end as probabilities,
+        case when status = 'scored' and joined and outcome_pos is not null and not one_hot
+             then probabilities end as probabilities,
         -- UBIGINT on both sides: hash() % an INTEGER is computed in HUGEINT (~3 CPU-s more per 10M)
         hash(decision_id) as decision_key,
         (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,

@@ -4,6 +4,9 @@
 -- sklearn's brier_score_loss for multiclass) and log-loss, each beside the constant-prevalence baseline.
 -- Brier, log-loss and classwise ECE use labelled decisions whose outcome is a declared option;
 -- `outside_options` counts the others (they count as errors for the ECE).
+-- Every figure here is over decisions whose probabilities are the model's: `one_hot_excluded` counts the
+-- labelled decisions left out because their probabilities are one-hot (the chat backend without
+-- log-probabilities); a model whose decisions are all one-hot has a row with its counts and no figures.
 with bins as (
     select * from reliability
 ),
@@ -12,9 +15,13 @@ cube as (
     select * from int_cube_scoped
 ),
 
+keys as (
+    select decision_type, week_start, week, model_key from cube group by all
+),
+
 top_label as (
     select
-        decision_type, week_start, week, model_key,
+        decision_type, week_start, model_key,
         sum(abs(sum_confidence - correct)) / sum(decisions) as ece,
         max(abs(mean_confidence - accuracy)) as mce,
         count(*) as bins
@@ -25,9 +32,12 @@ top_label as (
 scores as (
     select
         decision_type, week_start, model_key,
-        coalesce(sum(n) filter (where not outcome_in_options), 0)::bigint as outside_options,
-        sum(sum_brier) filter (where outcome_in_options) / sum(n) filter (where outcome_in_options) as brier,
-        sum(sum_log_loss) filter (where outcome_in_options) / sum(n) filter (where outcome_in_options) as log_loss
+        coalesce(sum(n) filter (where not outcome_in_options and not one_hot), 0)::bigint as outside_options,
+        sum(sum_brier) filter (where outcome_in_options and not one_hot)
+            / sum(n) filter (where outcome_in_options and not one_hot) as brier,
+        sum(sum_log_loss) filter (where outcome_in_options and not one_hot)
+            / sum(n) filter (where outcome_in_options and not one_hot) as log_loss,
+        coalesce(sum(n) filter (where one_hot), 0)::bigint as one_hot_excluded
     from cube
     group by all
 ),
@@ -44,17 +54,19 @@ prevalence as (
 
 final as (
     select
-        top_label.decision_type, top_label.week_start, top_label.week, top_label.model_key,
+        keys.decision_type, keys.week_start, keys.week, keys.model_key,
         rates.labelled, rates.label_rate,
         top_label.ece, boot.ece_debiased, boot.ece_low, boot.ece_high,
         top_label.mce, top_label.bins,
         prevalence.classwise_ece,
         scores.brier, prevalence.brier_baseline,
         scores.log_loss, prevalence.log_loss_baseline,
-        scores.outside_options
-    from top_label
+        scores.outside_options,
+        scores.one_hot_excluded
+    from keys
     join int_label_rates as rates using (decision_type, week_start, model_key)
     join scores using (decision_type, week_start, model_key)
+    left join top_label using (decision_type, week_start, model_key)
     left join ece_bootstrap as boot using (decision_type, week_start, model_key)
     left join prevalence using (decision_type, week_start, model_key)
 )

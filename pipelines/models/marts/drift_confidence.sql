@@ -2,9 +2,9 @@
 -- reference's quantile bins (deciles by default). Confidences are quantized to 1/psi_resolution; the
 -- reference edges are the inverted-CDF quantiles k/B of the quantized values (numpy's
 -- method="inverted_cdf"), and a value falls in bin = number of edges strictly below it.
--- PSI = sum over bins of (a - e) * ln(a / e), shares floored at `psi_floor`.
+-- PSI = sum over bins of (a - e) * ln(a / e), shares floored at `psi_floor`. `one_hot` decisions are left out.
 with scored as (
-    select segment, week_start, confidence from int_decisions where is_scored
+    select segment, week_start, confidence from int_decisions where is_scored and not one_hot
 ),
 
 params as (

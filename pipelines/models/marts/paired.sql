@@ -5,9 +5,9 @@
 -- its paired Wald interval (the normal interval of the mean per-decision difference: se = sqrt(only_a +
 -- only_b - (only_b - only_a)^2 / n) / n, z for `bootstrap_level`), McNemar's exact two-sided p-value on the
 -- discordant pairs (a binomial test, statsmodels' `mcnemar(exact=True)`), calibration of each on the pairs
--- (mean confidence, top-label Brier: mean (confidence - correct)^2), and the scorer time and cost of each
--- over all the decisions it scored that week (priced as in `cost`). Outcomes outside the options are misses
--- for both. Decisions are paired by the 64-bit hash of their id (`int_decisions.decision_key`).
+-- (mean confidence, top-label Brier: mean (confidence - correct)^2, over the pairs whose row is not
+-- `one_hot`), and the scorer time and cost of each over all the decisions it scored that week (priced as in
+-- `cost`). Outcomes outside the options are misses for both. Decisions are paired by the 64-bit hash of their id (`int_decisions.decision_key`).
 with params as (
     select paired_z, utilization from run_params
 ),
@@ -18,7 +18,8 @@ multi as (  -- decision types whose decisions more than one candidate scored
 
 labelled as (
     select segments.decision_type, segments.model_key, segments.candidate, decisions.week_start,
-        decisions.decision_key, decisions.correct, decisions.confidence
+        decisions.decision_key, decisions.correct,
+        case when not decisions.one_hot then decisions.confidence end as confidence
     from int_decisions as decisions
     join int_segments as segments using (segment)
     where decisions.labelled and segments.decision_type in (select decision_type from multi)
@@ -37,7 +38,7 @@ pairs as (
         count(*) filter (where not a.correct and not b.correct)::bigint as neither,
         avg(a.confidence) as mean_confidence_a,
         avg(b.confidence) as mean_confidence_b,
-        avg((a.confidence - a.correct::int) ** 2) as brier_top_a,
+        avg((a.confidence - a.correct::int) ** 2) as brier_top_a,  -- null confidence (one-hot): skipped
         avg((b.confidence - b.correct::int) ** 2) as brier_top_b
     from labelled as a
     join labelled as b

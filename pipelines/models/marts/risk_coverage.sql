@@ -1,5 +1,6 @@
 -- The risk-coverage curve: for each global confidence threshold on the grid (where the accepted set
--- changes), the share of labelled decisions accepted and the error rate among them.
+-- changes), the share of labelled decisions accepted and the error rate among them. Over the decisions
+-- whose probabilities are the model's: `one_hot` ones are left out.
 with cube as (
     select * from int_cube_scoped
 ),
@@ -11,6 +12,7 @@ params as (
 counts as (
     select decision_type, week_start, week, model_key, grid_index, sum(n) as n, sum(correct) as correct
     from cube
+    where not one_hot  -- one-hot confidences are always 1
     group by all
 ),
 

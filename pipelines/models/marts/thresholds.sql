@@ -6,6 +6,8 @@
 -- that depends on the confidences only, not on the outcomes, so the tests stay valid given the confidences.
 -- Candidates are the grid points where the accepted set changes; a decision is accepted when
 -- floor(confidence * grid) >= grid_index.
+-- Decisions with one-hot probabilities (`one_hot`) are left out; `coverage` is over all labelled
+-- decisions (one-hot ones are never accepted: `int_accepted`).
 -- cp_lower(successes, trials, alpha) = Beta(alpha; successes, trials - successes + 1), a UDF (runner.py).
 with cube as (
     select * from int_cube_scoped
@@ -22,6 +24,7 @@ counts as (
         sum(n) as n,
         sum(correct) as correct
     from cube
+    where not one_hot  -- a one-hot confidence is always 1: it says nothing about where to accept
     group by all
 ),
 

@@ -1,5 +1,6 @@
 -- One row per offered decision in the read window (target weeks plus the drift reference weeks),
--- with the Monday of its ISO week, its candidate and model identity (v1.1; null in v1 files). Reads the registered raw relation `raw_proposals`.
+-- with the Monday of its ISO week, its candidate and model identity (v1.1; null in v1 files), and
+-- `one_hot` where the probabilities are one-hot rather than the model's (left out of calibration). Reads the registered raw relation `raw_proposals`.
 -- The week label (`2026-W48`) is added after aggregation, never per decision. The window's bounds are the
 -- variables `read_start` and `read_end`: constants, so the scan filters as it reads.
 with source as (
@@ -26,6 +27,8 @@ final as (
         probabilities,
         proposal,
         proposal_probability as confidence,
+        -- no log-probabilities behind the probabilities (the chat backend's `chat/2;<mode>;one_hot`)
+        coalesce(prompt_builder like '%;one_hot', false) as one_hot,
         backend,
         device,
         instance_type,

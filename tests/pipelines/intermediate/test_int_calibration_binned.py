@@ -38,7 +38,8 @@ def test_equal_mass_bins_on_a_tiny_case_with_ties() -> None:
     )
     con.execute(
         "create table int_decisions as select 7::ubigint as segment, date '2026-11-23' as week_start, "
-        "v as confidence, true as correct, 0::usmallint as block, true as labelled from unnest($v) as t(v)",
+        "v as confidence, true as correct, 0::usmallint as block, true as labelled, false as one_hot "
+        "from unnest($v) as t(v)",
         {"v": values},
     )
     got = binned_per_bin(con)
@@ -79,7 +80,7 @@ def test_equal_mass_bins_match_numpy_with_many_ties_and_edges_sharing_buckets(de
     con.execute(
         "create table int_decisions as select unnest($s)::ubigint as segment, "
         "date '2026-11-23' as week_start, unnest($v) as confidence, true as correct, "
-        "0::usmallint as block, true as labelled",
+        "0::usmallint as block, true as labelled, false as one_hot",
         {"v": values.tolist(), "s": models.tolist()},
     )
     got = binned_per_bin(con)

@@ -47,7 +47,7 @@ def test_thresholds_given_a_tiny_case() -> None:
     )
     con.execute(
         "create table int_cube_scoped as select 'd' as decision_type, date '2026-11-23' as week_start, "
-        "'2026-W48' as week, 'm' as model_key, 'a' as proposal, * from (values "
+        "'2026-W48' as week, 'm' as model_key, 'a' as proposal, false as one_hot, * from (values "
         "(99, 2, 200::bigint, 200::bigint), (50, 2, 200, 100)) as t(grid_index, n_options, n, correct)"
     )
     query = f"select threshold, accepted, coverage from ({model_sql('thresholds')})"  # noqa: S608  (our model)
