@@ -41,8 +41,10 @@ class Metrics:
                                  registry=r)
         self.drop_summaries = Counter("shadow_drop_summaries", "Decisions counted in drops instead of a row",
                                       [*per_candidate, "reason"], registry=r)
-        self.shed = Counter("shadow_shed", "Decisions shed at the door (no backlog room)", per_candidate,
-                            registry=r)
+        self.shed = Counter("shadow_shed", "Decisions shed at the door, by the gate that shed them",
+                            [*per_candidate, "gate"], registry=r)
+        self.lane_throughput = Gauge("shadow_lane_throughput", "Decisions a lane's workers finish per second",
+                                     ["candidate"], registry=r)
         self.admit_limit = Gauge("shadow_admit_limit", "Rows the door admits into the backlog",
                                  registry=r)
         self.backlog_items = Gauge("shadow_record_backlog", "Rows waiting for the writer", registry=r)

@@ -109,7 +109,7 @@ class Mirror:
             if sampled:
                 self.metrics.sampled.labels(rt.name, cand.name).inc()
             lane = self.lanes[cand.name]
-            reason = shared or lane.refusal(size) or self._shed(d)
+            reason = shared or lane.refusal(size) or self._shed(lane, d)
             if reason is None:
                 self.recorder.reserve(d)
                 self._accept(d)
@@ -120,11 +120,15 @@ class Mirror:
             decisions.append(d)
         return reasons[0], decisions
 
-    def _shed(self, d: Decision) -> str | None:
-        """``shed`` when the row backlog has no room for one more accepted decision (`shadow.backlog`)."""
-        if self.recorder.room(d.size):
+    def _shed(self, lane: Lane, d: Decision) -> str | None:
+        """``shed`` when the lane's workers could not start it in time, or the row backlog has no room."""
+        if lane.over_throughput(d.cand.spec.deadline_s):
+            gate = "lane_throughput"
+        elif not self.recorder.room(d.size):
+            gate = "row_backlog"
+        else:
             return None
-        self.metrics.shed.labels(d.rt.name, d.cand.name).inc()
+        self.metrics.shed.labels(d.rt.name, d.cand.name, gate).inc()
         return "shed"
 
     def _accept(self, d: Decision) -> None:

@@ -54,11 +54,11 @@ def batch(prefix: str, n: int = BATCH) -> dict[str, Any]:
                           for i in range(n)]}
 
 
-async def offer_batches(url: str, prefixes: list[str]) -> dict[str, str | None]:
-    """POST every batch at once; return each decision's answer (None: queued, else the drop reason)."""
+async def offer_batches(url: str, prefixes: list[str], n: int = BATCH) -> dict[str, str | None]:
+    """POST every batch (``n`` decisions each) at once; return each decision's answer (None: queued)."""
     async with aiohttp.ClientSession() as session:
         async def post(prefix: str) -> list[dict[str, Any]]:
-            async with session.post(f"{url}/v1/decisions", json=batch(prefix)) as resp:
+            async with session.post(f"{url}/v1/decisions", json=batch(prefix, n)) as resp:
                 assert resp.status == 202, await resp.text()
                 return list((await resp.json())["decisions"])
         answers = await asyncio.gather(*(post(p) for p in prefixes))
