@@ -57,8 +57,9 @@ class Metrics:
         self.loop_lag = Gauge("shadow_loop_lag_seconds", "The event loop's recent lag (max over ~1 s)",
                               registry=r)
         self.breaker_starved = Counter(
-            "shadow_breaker_starved", "Scorer timeouts not counted by the breaker: the sidecar's loop lagged",
-            ["endpoint", "candidate"], registry=r)
+            "shadow_breaker_starved",
+            "Scorer timeouts not counted by the breaker: the sidecar's loop lagged or the CPU was contended",
+            ["endpoint", "candidate", "reason"], registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)
         self.outcomes_outside = Counter("shadow_outcomes_outside_options",

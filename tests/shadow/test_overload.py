@@ -214,7 +214,7 @@ async def test_breaker_opens_for_a_failing_scorer_not_for_a_starved_one(
             await _offer_paced(url, case, 20)
             await asyncio.sleep(1.0)  # the last calls time out (the blocker keeps running meanwhile)
             blocker.cancel()
-            starved = app[METRICS].breaker_starved.labels(scorer_url, "default")._value.get()
+            starved = app[METRICS].breaker_starved.labels(scorer_url, "default", "loop_lag")._value.get()
         faults.release.set()
         faults.release = asyncio.Event()
         rows = read_rows(tmp_path / case / "records", "proposals")
