@@ -54,6 +54,10 @@ class Metrics:
                                              "Rows the shutdown's drain budget did not cover", registry=r)
         self.outcomes_lost = Counter("shadow_outcomes_lost", "Proxy outcomes not written: too many in flight",
                                      registry=r)
+        self.api_refused = Counter("shadow_api_refused", "API requests refused before their body was read",
+                                   ["reason"], registry=r)
+        self.api_body_bytes = Gauge("shadow_api_body_bytes", "Bytes of request bodies being handled (budget)",
+                                    registry=r)
         self.loop_lag = Gauge("shadow_loop_lag_seconds", "The event loop's recent lag (max over ~1 s)",
                               registry=r)
         self.breaker_starved = Counter(

@@ -8,12 +8,15 @@ Real sidecar, real fault scorer on loopback, real record store.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from shadow.keys import METRICS, MIRROR
+import aiohttp
+
+from shadow.keys import BODY_BUDGET, METRICS, MIRROR
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.test_overload import accounted, offer_batches
+from tests.shadow.test_overload import accounted, batch, offer_batches
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,3 +62,50 @@ async def test_a_slow_scorer_sheds_at_the_door_instead_of_queueing_past_the_dead
     assert 0 < queued <= 60, (queued, lane.finished.rate)
     assert outcomes == {("scored", None): queued}, outcomes
     assert shed == 200 - queued
+
+
+def padded(body: dict[str, object], size: int) -> bytes:
+    """``body`` as JSON padded with spaces to exactly ``size`` bytes."""
+    raw = json.dumps(body).encode()
+    assert len(raw) <= size
+    return raw + b" " * (size - len(raw))
+
+
+async def test_bodies_handled_at_once_stay_within_the_api_body_budget(
+        scorer_url: str, tmp_path: Path) -> None:
+    """A 40 KB body being read holds 40 KB of a 64 KiB budget: a 30 KB request is refused, a 1 KB one is not.
+
+    The refusal comes before the body is read: 503 ``overloaded`` naming ``body``, ``Retry-After: 1``,
+    ``shadow_api_refused_total{reason="body_budget"}``. Once the first body arrives it is answered 202
+    and its bytes are free again; the budget never held more than its limit. A build without the
+    budget answers the 30 KB request 202.
+    """
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    settings = settings_for(tmp_path, catalog, max_body_bytes=64 * 1024, api_body_budget_bytes=64 * 1024)
+    async with running_sidecar(settings) as (url, app):
+        budget, port = app[BODY_BUDGET], int(url.rsplit(":", 1)[1])
+        slow = padded(batch("slow", 10), 40_000)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 40000\r\nConnection: close\r\n\r\n" + slow[:1000])
+        await writer.drain()
+        await until(lambda: budget.held == 40_000)
+        async with aiohttp.ClientSession() as session:
+            refused = await session.post(f"{url}/v1/decisions", data=padded(batch("big", 10), 30_000),
+                                         headers={"Content-Type": "application/json"})
+            error = await refused.json()
+            small = await session.post(f"{url}/v1/decisions", json=batch("small", 1))
+            assert small.status == 202, await small.text()
+        writer.write(slow[1000:])
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 202"), answer[:200]
+        counted = app[METRICS].api_refused.labels("body_budget")._value.get()
+    assert refused.status == 503, error
+    assert error["error"]["code"] == "overloaded"
+    assert error["error"]["field"] == "body"
+    assert refused.headers["Retry-After"] == "1"
+    assert counted == 1
+    assert budget.held == 0
+    assert budget.peak <= settings.api_body_budget_bytes
