@@ -7,7 +7,8 @@ decisions to be on disk (the journal's group commit), so a decision answered ``q
 proposals rows even if the process dies the next moment; it never waits for a scorer.
 The kill switch, the experiment's end, the sample and the rate cap decide once per decision, for
 every candidate alike (comparisons stay paired); then each candidate's own lane (`shadow.lanes`:
-queue bounds and workers) takes the decision or drops it, and each candidate ends with its own row.
+queue bounds, a gate sized from its measured throughput, workers) and the row backlog's room take the
+decision or drop it, and each candidate ends with its own row.
 """
 
 from __future__ import annotations
