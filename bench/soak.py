@@ -226,7 +226,7 @@ def mirror_phase(workdir: Path, name: str, ports: dict[str, int], args: argparse
             "rss_series": sampler.samples,
             "relay_handoff_full": after.get("shadow_proxy_unmirrored:handoff_full", 0.0),
             "shed": after.get("shadow_shed", 0.0),
-            "breaker_starved": after.get("shadow_breaker_starved", 0.0),
+            "breaker_starved": sum(v for k, v in after.items() if k.startswith("shadow_breaker_starved")),
             "circuit_open": after.get("shadow_dropped:circuit_open", 0.0)}
 
 

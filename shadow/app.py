@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from contracts.catalog import load_catalog
-from shadow.api.middlewares import error_middleware, log_budget_middleware
+from shadow.api.budget import BodyBudget
+from shadow.api.middlewares import body_budget_middleware, error_middleware, log_budget_middleware
 from shadow.api.routes import setup_routes
 from shadow.dispatch import Dispatcher
-from shadow.keys import CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
+from shadow.keys import BODY_BUDGET, CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.live_catalog import build_runtimes
 from shadow.log_budget import install_budget_filter
 from shadow.looplag import LoopLag
@@ -46,12 +47,14 @@ if TYPE_CHECKING:
 
 def init_app(settings: ShadowSettings, scorer_settings: ScorerSettings | None = None) -> web.Application:
     """The mirror API application (``/v1/decisions``, ``/v1/outcomes``, ``/metrics``, ``/healthz``)."""
-    app = web.Application(middlewares=[log_budget_middleware, error_middleware],
+    app = web.Application(middlewares=[log_budget_middleware, body_budget_middleware, error_middleware],
                           client_max_size=settings.max_body_bytes,
                           handler_args={"auto_decompress": False})  # api.views decodes, capped
     app[SETTINGS] = settings
     app[CATALOG] = load_catalog(settings.catalog)
     app[METRICS] = Metrics()
+    app[BODY_BUDGET] = BodyBudget(settings.api_body_budget_bytes)
+    app[METRICS].api_body_bytes.set_function(lambda: app[BODY_BUDGET].held)
     app.cleanup_ctx.append(_log_budget_ctx)
     app.cleanup_ctx.append(_runtimes_ctx(scorer_settings))
     app.cleanup_ctx.append(_records_ctx)

@@ -17,9 +17,10 @@ decision whose row could not be written in time.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from typing import Any
+
+from shadow.throughput import Throughput
 
 ROW_OVERHEAD = 2048
 """Bytes a queued row takes beyond its decision's state (dict, strings, floats): an upper estimate."""
@@ -39,16 +40,13 @@ class Backlog:
         self.bytes = 0
         self.reserved = 0
         self.reserved_bytes = 0
-        self.rate = 0.0
-        """Rows the writer wrote per second (moving average, updated by `measure`)."""
-        self.written = 0
-        self._measured_at = time.monotonic()
-        self._measured_written = 0
+        self.written = Throughput()
+        """Rows the writer wrote, and per second (updated by `measure`)."""
 
     @property
     def limit(self) -> int:
         """How many items (queued plus reserved) the door admits now."""
-        return min(self.max_items, max(MIN_ITEMS, int(self.rate * TARGET_S)))
+        return min(self.max_items, max(MIN_ITEMS, int(self.written.rate * TARGET_S)))
 
     def room(self, size: int) -> bool:
         """Whether a decision of ``size`` bytes may be accepted (its row is sure to fit)."""
@@ -84,12 +82,4 @@ class Backlog:
 
     def measure(self) -> None:
         """Update the writer's measured rate (called about once a second)."""
-        now = time.monotonic()
-        elapsed = now - self._measured_at
-        if elapsed <= 0:
-            return
-        current = (self.written - self._measured_written) / elapsed
-        busy = bool(self.items) or current > 0
-        if busy:  # an idle writer says nothing about its speed; keep the last estimate
-            self.rate = current if self.rate == 0 else 0.5 * self.rate + 0.5 * current
-        self._measured_at, self._measured_written = now, self.written
+        self.written.measure(waiting=bool(self.items))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from shadow.proxy.connection import CONNECT_BUFFER, KEPT_PER_CONNECTION
+
 if TYPE_CHECKING:
     from shadow.settings import ShadowSettings
 
@@ -27,19 +29,31 @@ DROP_KEYS = 4096
 """Drop-summary keys between two flushes (types x candidates x reasons x minutes), 200 bytes each."""
 
 
-def worst_case(settings: ShadowSettings, candidates: int, connections: int,
-               api_requests: int = 8) -> dict[str, int]:
+def relay_connection(settings: ShadowSettings) -> int:
+    """Bytes one relay connection may hold.
+
+    A client's bytes held while the upstream connects, copies of the bodies of ``KEPT_PER_CONNECTION``
+    pipelined requests and of one response, two heads, two write buffers.
+    """
+    return (CONNECT_BUFFER + (KEPT_PER_CONNECTION + 1) * settings.mirror_max_bytes + 2 * HEAD_LIMIT
+            + 2 * TRANSPORT_HIGH_WATER)
+
+
+def worst_case(settings: ShadowSettings, candidates: int, connections: int | None = None) -> dict[str, int]:
     """Bytes above idle, per part, and the totals ``sidecar`` and ``relay``.
 
-    ``candidates`` is the number of lanes (candidate names in the catalog), ``connections`` the client
-    connections the relay holds at once (at most ``SHADOW_PROXY_MAX_CONNECTIONS``), ``api_requests`` the
-    mirror API requests being read at once (each up to ``SHADOW_MAX_BODY_BYTES``).
+    ``candidates`` is the number of lanes (candidate names in the catalog). ``connections`` is the client
+    connections the relay holds at once: by default ``SHADOW_PROXY_MAX_CONNECTIONS``, the most it ever
+    holds (the worst case under any load); a smaller number gives the bound at that load. The API's
+    bodies are bounded by ``SHADOW_API_BODY_BUDGET_BYTES`` (`shadow.api.budget`) whatever the load.
     """
     records = settings.records
+    connections = settings.proxy_max_connections if connections is None else connections
     lanes = candidates * (settings.queue_max_bytes * PARSED_FACTOR
                           + settings.queue_max_items * DECISION_OVERHEAD)
     calls = candidates * settings.workers * (settings.mirror_max_bytes * PARSED_FACTOR + CALL_OVERHEAD)
     backlog = settings.record_backlog_bytes * PARSED_FACTOR  # items count ROW_OVERHEAD each already
+    bodies = max(settings.api_body_budget_bytes, 2 * settings.max_body_bytes)  # one request always fits
     parts = {
         "lanes": lanes,
         "calls in flight": calls,
@@ -48,11 +62,10 @@ def worst_case(settings: ShadowSettings, candidates: int, connections: int,
         "journal buffer": records.buffer_bytes,
         "roll-over (segment read, Arrow table, Parquet)": 3 * records.roll_bytes,
         "hand-off read (one exchange at a time)": 2 * settings.mirror_max_bytes * PARSED_FACTOR,
-        "API bodies being read": api_requests * settings.max_body_bytes * (1 + PARSED_FACTOR),
+        "API bodies being handled (the body budget)": bodies * (1 + PARSED_FACTOR),
     }
     relay = {
         "relay hand-off buffer": settings.proxy_handoff_bytes + 2 * settings.mirror_max_bytes,
-        "relay connections": connections * (2 * settings.mirror_max_bytes + 2 * HEAD_LIMIT
-                                            + 2 * TRANSPORT_HIGH_WATER),
+        "relay connections": connections * relay_connection(settings),
     }
     return {**parts, **relay, "sidecar": sum(parts.values()), "relay": sum(relay.values())}

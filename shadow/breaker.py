@@ -30,6 +30,8 @@ class CircuitBreaker:
     failures: int = 0
     opened_at: float = 0.0
     trial_in_flight: bool = False
+    last_success: float = float("-inf")
+    """When (monotonic) a call last succeeded (`shadow.cpupressure` asks whether it answers lately)."""
 
     def allow(self, now: float | None = None) -> bool:
         """Whether a call may go out now (in half-open, only the one trial)."""
@@ -46,6 +48,7 @@ class CircuitBreaker:
     def success(self) -> None:
         """A call succeeded: close."""
         self.state, self.failures, self.trial_in_flight = State.CLOSED, 0, False
+        self.last_success = time.monotonic()
 
     def failure(self, now: float | None = None) -> None:
         """A call failed: count it, and open at the threshold (or at once from half-open)."""

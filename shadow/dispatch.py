@@ -100,7 +100,7 @@ class Dispatcher:
                 out.result = await cand.backend.score(request, min(spec.timeout_s, deadline - t0))
             except ScorerCallError as exc:
                 self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES),
-                              starved=isinstance(exc, ScorerTimeout) and self.lag.starved(t0))
+                              starved=self._starved(cand, exc, t0))
                 out.status, out.reason = exc.status, exc.reason
                 pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
                 last = not exc.retryable or out.attempts >= spec.max_attempts
@@ -124,15 +124,27 @@ class Dispatcher:
             return "dropped", "circuit_open"
         return None
 
+    def _starved(self, cand: CandidateRuntime, exc: ScorerCallError, t0: float) -> str | None:
+        """Why a failed call is the sidecar's or the machine's fault; None if it is the scorer's.
+
+        Only a timeout can be: ``loop_lag`` (the sidecar's loop lagged), ``cpu_pressure`` (the machine's
+        CPU was contended and the scorer answered lately, `shadow.cpupressure`).
+        """
+        if not isinstance(exc, ScorerTimeout):
+            return None
+        if self.lag.starved(t0):
+            return "loop_lag"
+        return "cpu_pressure" if self.lag.pressure.contended(t0, cand.breaker.last_success) else None
+
     def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool,
-                 starved: bool = False) -> None:
+                 starved: str | None = None) -> None:
         elapsed = time.monotonic() - t0
         out.scorer_ms += elapsed * 1000
         backend = cand.backend
         self.metrics.scorer_latency.labels(backend.name, backend.endpoint, cand.name).observe(elapsed)
-        if starved:  # neither a success nor the scorer's failure; a half-open trial may go again
+        if starved is not None:  # neither a success nor the scorer's failure; a half-open trial may go again
             cand.breaker.trial_in_flight = False
-            self.metrics.breaker_starved.labels(backend.endpoint, cand.name).inc()
+            self.metrics.breaker_starved.labels(backend.endpoint, cand.name, starved).inc()
         elif ok:
             cand.breaker.success()
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from contracts.catalog import Catalog
+from shadow.api.budget import BodyBudget
 from shadow.live_catalog import Runtimes
 from shadow.metrics import Metrics
 from shadow.mirror import Mirror
@@ -18,3 +19,4 @@ RUNTIMES = web.AppKey("runtimes", Runtimes)
 RECORDER = web.AppKey("recorder", Recorder)
 MIRROR = web.AppKey("mirror", Mirror)
 CORE = web.AppKey("core", web.Application)
+BODY_BUDGET = web.AppKey("body_budget", BodyBudget)

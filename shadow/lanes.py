@@ -4,6 +4,13 @@ Each candidate name in the catalog gets one lane (the champion's is ``default`` 
 names it), so a slow challenger fills, times out and drops from its own queue and never holds a worker
 the champion needs. `put` never awaits; the workers take decisions in order, hand each to the
 `Dispatcher` and its finished row to the `Recorder`.
+
+Besides its hard bounds (`refusal`: ``queue_full``, ``bytes_limit``), a lane admits no more than its
+workers can start in time: `over_throughput` says a decision should be shed when the queue already
+holds ``QUEUE_SHARE`` of the decision's deadline worth of the lane's measured throughput (decisions
+its workers finished per second, `shadow.throughput`), so a slow scorer sheds at the door instead of
+filling the queue with decisions that would time out waiting. A lane not yet measured has only its
+hard bounds.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import TYPE_CHECKING
+
+from shadow.throughput import Throughput
 
 if TYPE_CHECKING:
     from shadow.dispatch import Dispatcher
@@ -20,6 +29,9 @@ if TYPE_CHECKING:
     from shadow.recorder import Recorder
 
 log = logging.getLogger(__name__)
+
+QUEUE_SHARE = 0.5
+"""A queued decision may wait about this share of its deadline; the rest is for its scorer call."""
 
 
 class Lane:
@@ -39,12 +51,28 @@ class Lane:
         self._workers: list[asyncio.Task[None]] = []
         self._depth_gauge = metrics.queue_depth.labels(name)
         self._bytes_gauge = metrics.queue_bytes.labels(name)
+        self._throughput_gauge = metrics.lane_throughput.labels(name)
+        self.finished = Throughput()
+        """Decisions the workers finished (whatever their row says), and per second."""
 
     def refusal(self, size: int) -> str | None:
         """Why this lane cannot take ``size`` more bytes now (``queue_full``, ``bytes_limit``), or None."""
         if self._queue.qsize() >= self.limits.max_items:
             return "queue_full"
         return "bytes_limit" if self._bytes + size > self.limits.max_bytes else None
+
+    def admit_limit(self, deadline_s: float) -> int | None:
+        """How many queued decisions a lane whose decisions have ``deadline_s`` takes; None: not measured."""
+        self.finished.tick(waiting=not self._queue.empty())
+        rate = self.finished.rate
+        if rate == 0:
+            return None
+        return max(self.limits.workers, int(rate * deadline_s * QUEUE_SHARE))
+
+    def over_throughput(self, deadline_s: float) -> bool:
+        """Whether one more decision would wait past its share of ``deadline_s`` (shed it: ``shed``)."""
+        limit = self.admit_limit(deadline_s)
+        return limit is not None and self._queue.qsize() >= limit
 
     def put(self, d: Decision) -> None:
         """Queue a decision the lane has room for (never blocks)."""
@@ -81,6 +109,9 @@ class Lane:
                 self._busy -= 1
                 if not self._busy:
                     self._idle.set()
+                self.finished.add()
+                self.finished.tick(waiting=not self._queue.empty())
+                self._throughput_gauge.set(self.finished.rate)
             self.recorder.put(row, d.size)
 
     def drop_queued(self) -> None:

@@ -4,8 +4,10 @@ A task sleeps ``INTERVAL_S`` again and again and notes how much later than asked
 loop is saturated (or the machine's CPU is, and this process waits for it), every callback runs late,
 including the one that would have read the scorer's answer: a call that times out then says nothing
 about the scorer. `starved` tells the dispatcher whether the loop lagged during a call; such a timeout
-is not held against the breaker (``shadow_breaker_starved_total``), while errors only the scorer can
-cause (5xx, resets, refusals) always are.
+is not held against the breaker (``shadow_breaker_starved_total{reason="loop_lag"}``), while errors
+only the scorer can cause (5xx, resets, refusals) always are. The same task samples the machine's CPU
+pressure (`shadow.cpupressure`), which excuses a timeout of a scorer the machine starved
+(``reason="cpu_pressure"``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+
+from shadow.cpupressure import CpuPressure
 
 INTERVAL_S = 0.05
 WINDOW = 600
@@ -26,9 +30,11 @@ STARVED_MIN_S = 0.05
 class LoopLag:
     """Samples the loop's lag; `run` is the sampling task."""
 
-    def __init__(self) -> None:
+    def __init__(self, pressure: CpuPressure | None = None) -> None:
         self.samples: deque[tuple[float, float]] = deque(maxlen=WINDOW)
         """(monotonic time of waking, lag in seconds)."""
+        self.pressure = pressure if pressure is not None else CpuPressure()
+        """The machine's CPU stall counter, sampled at each wake."""
 
     async def run(self) -> None:
         """Sample until cancelled."""
@@ -37,6 +43,7 @@ class LoopLag:
             await asyncio.sleep(INTERVAL_S)
             woke = time.monotonic()
             self.samples.append((woke, max(0.0, woke - asked - INTERVAL_S)))
+            self.pressure.sample()
 
     def worst_since(self, since: float) -> float:
         """The largest lag noted since ``since`` (monotonic), including a sample that is late now."""

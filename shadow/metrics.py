@@ -41,8 +41,10 @@ class Metrics:
                                  registry=r)
         self.drop_summaries = Counter("shadow_drop_summaries", "Decisions counted in drops instead of a row",
                                       [*per_candidate, "reason"], registry=r)
-        self.shed = Counter("shadow_shed", "Decisions shed at the door (no backlog room)", per_candidate,
-                            registry=r)
+        self.shed = Counter("shadow_shed", "Decisions shed at the door, by the gate that shed them",
+                            [*per_candidate, "gate"], registry=r)
+        self.lane_throughput = Gauge("shadow_lane_throughput", "Decisions a lane's workers finish per second",
+                                     ["candidate"], registry=r)
         self.admit_limit = Gauge("shadow_admit_limit", "Rows the door admits into the backlog",
                                  registry=r)
         self.backlog_items = Gauge("shadow_record_backlog", "Rows waiting for the writer", registry=r)
@@ -52,11 +54,16 @@ class Metrics:
                                              "Rows the shutdown's drain budget did not cover", registry=r)
         self.outcomes_lost = Counter("shadow_outcomes_lost", "Proxy outcomes not written: too many in flight",
                                      registry=r)
+        self.api_refused = Counter("shadow_api_refused", "API requests refused before their body was read",
+                                   ["reason"], registry=r)
+        self.api_body_bytes = Gauge("shadow_api_body_bytes", "Bytes of request bodies being handled (budget)",
+                                    registry=r)
         self.loop_lag = Gauge("shadow_loop_lag_seconds", "The event loop's recent lag (max over ~1 s)",
                               registry=r)
         self.breaker_starved = Counter(
-            "shadow_breaker_starved", "Scorer timeouts not counted by the breaker: the sidecar's loop lagged",
-            ["endpoint", "candidate"], registry=r)
+            "shadow_breaker_starved",
+            "Scorer timeouts not counted by the breaker: the sidecar's loop lagged or the CPU was contended",
+            ["endpoint", "candidate", "reason"], registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)
         self.outcomes_outside = Counter("shadow_outcomes_outside_options",

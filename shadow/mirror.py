@@ -7,7 +7,8 @@ decisions to be on disk (the journal's group commit), so a decision answered ``q
 proposals rows even if the process dies the next moment; it never waits for a scorer.
 The kill switch, the experiment's end, the sample and the rate cap decide once per decision, for
 every candidate alike (comparisons stay paired); then each candidate's own lane (`shadow.lanes`:
-queue bounds and workers) takes the decision or drops it, and each candidate ends with its own row.
+queue bounds, a gate sized from its measured throughput, workers) and the row backlog's room take the
+decision or drop it, and each candidate ends with its own row.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class Mirror:
             if sampled:
                 self.metrics.sampled.labels(rt.name, cand.name).inc()
             lane = self.lanes[cand.name]
-            reason = shared or lane.refusal(size) or self._shed(d)
+            reason = shared or lane.refusal(size) or self._shed(lane, d)
             if reason is None:
                 self.recorder.reserve(d)
                 self._accept(d)
@@ -121,11 +122,15 @@ class Mirror:
             decisions.append(d)
         return reasons[0], decisions
 
-    def _shed(self, d: Decision) -> str | None:
-        """``shed`` when the row backlog has no room for one more accepted decision (`shadow.backlog`)."""
-        if self.recorder.room(d.size):
+    def _shed(self, lane: Lane, d: Decision) -> str | None:
+        """``shed`` when the lane's workers could not start it in time, or the row backlog has no room."""
+        if lane.over_throughput(d.cand.spec.deadline_s):
+            gate = "lane_throughput"
+        elif not self.recorder.room(d.size):
+            gate = "row_backlog"
+        else:
             return None
-        self.metrics.shed.labels(d.rt.name, d.cand.name).inc()
+        self.metrics.shed.labels(d.rt.name, d.cand.name, gate).inc()
         return "shed"
 
     def _accept(self, d: Decision) -> None:

@@ -190,7 +190,7 @@ class Recorder:
                 self._leave(item, accepted=False)
             return
         finally:
-            self.backlog.written += 1
+            self.backlog.written.add()
         self.metrics.rows.labels(row["status"]).inc()
         if not log.isEnabledFor(logging.INFO):
             return

@@ -48,6 +48,8 @@ class ShadowSettings(BaseSettings):
     record_backlog_bytes: int = Field(default=64 * MIB, ge=MIB,
                                       description="estimated bytes of rows waiting for the writer")
     max_body_bytes: int = Field(default=MIB, ge=1024, description="mirror API request body cap")
+    api_body_budget_bytes: int = Field(
+        default=8 * MIB, ge=1024, description="mirror API: bytes of bodies handled at once; beyond, 503")
     mirror_max_bytes: int = Field(
         default=MIB, ge=1024, description="proxy: larger request/response bodies pass through unmirrored")
     kill_switch: bool = Field(default=False, description="drop every decision (reason kill_switch)")

@@ -1,4 +1,7 @@
-"""The API's middlewares: a log budget per request; errors as ``{"error": {"code", "message", "field"}}``."""
+"""The API's middlewares: a log budget per request; the body budget (`shadow.api.budget`); errors as JSON.
+
+Errors are ``{"error": {"code", "message", "field"}}``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from contracts.errors import WireError
-from shadow.keys import SETTINGS
+from shadow.api.budget import body_cost
+from shadow.keys import BODY_BUDGET, METRICS, SETTINGS
 from shadow.log_budget import request_budget
 
 if TYPE_CHECKING:
@@ -30,6 +34,26 @@ async def log_budget_middleware(request: web.Request, handler: Handler) -> web.S
     settings = request.app[SETTINGS]
     with request_budget(settings.log_request_max_lines, settings.log_request_max_bytes):
         return await handler(request)
+
+
+@web.middleware
+async def body_budget_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a request whose body does not fit in ``SHADOW_API_BODY_BUDGET_BYTES`` (503, body unread)."""
+    if not request.body_exists:
+        return await handler(request)
+    budget = request.app[BODY_BUDGET]
+    cost = body_cost(request.content_length, request.headers.get("Content-Encoding", ""),
+                     request.app[SETTINGS].max_body_bytes)
+    if not budget.take(cost):
+        request.app[METRICS].api_refused.labels("body_budget").inc()
+        message = "request bodies being handled fill SHADOW_API_BODY_BUDGET_BYTES; retry"
+        response = error_body(503, "overloaded", message, "body")
+        response.headers["Retry-After"] = "1"
+        return response
+    try:
+        return await handler(request)
+    finally:
+        budget.give(cost)
 
 
 @web.middleware

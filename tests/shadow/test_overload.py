@@ -54,11 +54,11 @@ def batch(prefix: str, n: int = BATCH) -> dict[str, Any]:
                           for i in range(n)]}
 
 
-async def offer_batches(url: str, prefixes: list[str]) -> dict[str, str | None]:
-    """POST every batch at once; return each decision's answer (None: queued, else the drop reason)."""
+async def offer_batches(url: str, prefixes: list[str], n: int = BATCH) -> dict[str, str | None]:
+    """POST every batch (``n`` decisions each) at once; return each decision's answer (None: queued)."""
     async with aiohttp.ClientSession() as session:
         async def post(prefix: str) -> list[dict[str, Any]]:
-            async with session.post(f"{url}/v1/decisions", json=batch(prefix)) as resp:
+            async with session.post(f"{url}/v1/decisions", json=batch(prefix, n)) as resp:
                 assert resp.status == 202, await resp.text()
                 return list((await resp.json())["decisions"])
         answers = await asyncio.gather(*(post(p) for p in prefixes))
@@ -214,7 +214,7 @@ async def test_breaker_opens_for_a_failing_scorer_not_for_a_starved_one(
             await _offer_paced(url, case, 20)
             await asyncio.sleep(1.0)  # the last calls time out (the blocker keeps running meanwhile)
             blocker.cancel()
-            starved = app[METRICS].breaker_starved.labels(scorer_url, "default")._value.get()
+            starved = app[METRICS].breaker_starved.labels(scorer_url, "default", "loop_lag")._value.get()
         faults.release.set()
         faults.release = asyncio.Event()
         rows = read_rows(tmp_path / case / "records", "proposals")
