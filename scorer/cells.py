@@ -8,9 +8,10 @@ amplifies to ~1 nat (docs/performance.md, "Cross-request batching"). So a decisi
 what shared its decode calls.
 
 `Layout` with ``align`` 8 starts every segment (the suffix, each option branch) on a cell that is a
-multiple of 8, by putting throwaway pad tokens (sequence ``pad_seq``) before it in the same call. With
-the repacked weight kernels off (their arithmetic depends on the call's token count), a token's
-arithmetic then no longer depends on its batch mates: alone or beside 15 other decisions, the same bits.
+multiple of 8, by putting throwaway pad tokens (sequence ``pad_seq``) before it in the same call, and
+makes every call ask for logits on at least 8 rows (`Layout.placed`). With the repacked weight kernels
+off (their arithmetic depends on the call's token count), a token's arithmetic then no longer depends on
+its batch mates: alone or beside 15 other decisions, the same bits.
 ``align`` 1 places tokens as they fall (no padding: the default mode's layout).
 
 It relies on llama.cpp placing a call's tokens in order from the lowest free cell when every cell above
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 CELL_ALIGN = 8
 """The SIMD lane count of the CPU kernels' sums over KV cells (AVX2: 8 floats)."""
+MIN_OUTPUTS = 8
+"""Rows with logits in every call of the batch-invariant mode (see `Layout.placed`)."""
 
 
 def align_up(n: int, align: int) -> int:
@@ -57,7 +60,20 @@ class Layout:
             self.pad_pos += n
 
     def placed(self, batch: list[Token]) -> None:
-        """``batch`` is about to be decoded: its tokens will hold the next cells."""
+        """``batch`` is about to be decoded: close it; its tokens will hold the next cells.
+
+        With ``align`` > 1 a call asks for logits on at least `MIN_OUTPUTS` rows (pads whose logits nobody
+        reads): the last layer and the output projection run only on the rows that want logits, and the
+        CPU matrix products take another kernel from 8 rows on, so one decision's row scored alone (1 row)
+        and beside 7 others (8 rows) came out 1.6e-3 nats apart. Above the threshold every row meets the
+        same kernel.
+        """
+        if self.align > 1:
+            missing = MIN_OUTPUTS - sum(1 for t in batch if t.logits)
+            if missing > 0:
+                pads = range(self.pad_pos, self.pad_pos + missing)
+                batch.extend(Token(self.pad_token, pos, (self.pad_seq,), logits=True) for pos in pads)
+                self.pad_pos += missing
         self.used += len(batch)
 
     def mark(self) -> tuple[int, int]:
@@ -77,7 +93,12 @@ class Layout:
             rt.seq_rm(self.pad_seq, -1, -1)
         self.used, self.pad_pos = used, 0
 
+    @property
+    def closing(self) -> int:
+        """The most pad tokens `placed` adds at the end of a call."""
+        return 0 if self.align == 1 else MIN_OUTPUTS
+
     def cells_for(self, static_len: int, suffix_len: int, longest_branch: int) -> int:
         """Cells a decision needs alone: its static segment, suffix and longest branch, each aligned."""
         suffix_end = align_up(static_len, self.align) + suffix_len
-        return align_up(suffix_end, self.align) + longest_branch
+        return align_up(suffix_end, self.align) + longest_branch + self.closing

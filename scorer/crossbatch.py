@@ -33,7 +33,7 @@ FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 def fits(rt: LlamaRuntime, segs: Sequence[Segmented], layout: Layout) -> bool:
     """Whether decisions sharing one static prefix can be scored in shared calls (batch, seqs, cells)."""
     pads = layout.align - 1  # at most, before each segment
-    suffix_tokens = sum(len(s.prefix) - s.static_len + pads for s in segs)
+    suffix_tokens = sum(len(s.prefix) - s.static_len + pads for s in segs) + layout.closing
     branch_tokens = sum(len(o) - 1 + pads for s in segs for o in s.options if len(o) > 1)
     return (
         suffix_tokens <= rt.config.n_batch
@@ -91,7 +91,7 @@ def score_branches(
         while (
             branches
             and len(group) < free_seqs
-            and used + len(segs[branches[0][0]].options[branches[0][1]]) - 1 + pads <= step
+            and used + len(segs[branches[0][0]].options[branches[0][1]]) - 1 + pads <= step - layout.closing
         ):
             j, i = branches.pop(0)
             group.append((j, i))

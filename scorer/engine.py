@@ -254,7 +254,7 @@ class Engine:
             batch: list[Token] = []
             if lo == 0:
                 self.layout.start_segment(batch)
-            chunk = tokens[lo : lo + step - len(batch)]
+            chunk = tokens[lo : lo + step - len(batch) - self.layout.closing]
             last = lo + len(chunk) == len(tokens)
             batch.extend(
                 Token(tok, start + lo + k, (PREFIX_SEQ,), logits_last and last and k == len(chunk) - 1)
@@ -271,7 +271,7 @@ class Engine:
         cfg = self.rt.config
         free_cells = self.rt.n_ctx - self.layout.used
         pads = self.layout.align - 1  # at most, before each branch
-        budget = min(cfg.n_batch, free_cells)
+        budget = min(cfg.n_batch, free_cells) - self.layout.closing
         groups: list[list[int]] = []
         current: list[int] = []
         used = 0
