@@ -10,7 +10,6 @@ import pyarrow as pa
 from duckdb.func import ARROW
 from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
 from scipy.special import betaincinv
-from scipy.stats import binom
 
 if TYPE_CHECKING:
     import duckdb
@@ -27,7 +26,13 @@ def cp_lower(successes: pa.Array, trials: pa.Array, alpha: pa.Array) -> pa.Array
 
 
 def mcnemar_exact_p(only_a: pa.Array, only_b: pa.Array) -> pa.Array:
-    """McNemar's exact two-sided p-value: 2 P(X <= min(b, c)), X ~ Binomial(b + c, 1/2), capped at 1."""
+    """McNemar's exact two-sided p-value: 2 P(X <= min(b, c)), X ~ Binomial(b + c, 1/2), capped at 1.
+
+    scipy.stats is imported here, on the first call (only runs with paired candidates make one): importing it
+    at module level cost every pipelines run ~1 CPU-s.
+    """
+    from scipy.stats import binom  # noqa: PLC0415  (see the docstring)
+
     b = only_a.to_numpy(zero_copy_only=False).astype(np.float64)
     c = only_b.to_numpy(zero_copy_only=False).astype(np.float64)
     return pa.array(np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5)), type=pa.float64())

@@ -1,0 +1,92 @@
+"""Where the DuckDB pipelines job spends its CPU and memory: one in-process run, model by model.
+
+Runs exactly what `bench/pipelines.py` times (`pipelines run --since 2026-W44 --until 2026-W48` on data
+that `bench/pipelines.py` generated), but measures after each step: wall seconds, CPU seconds of the
+process (user + system, every DuckDB thread), its RSS and peak RSS, and the memory DuckDB's buffer manager
+holds. Imports are a step of their own. Rows are in build order; the last line is the whole process.
+
+    .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.pipelines import AS_OF, SINCE, UNTIL
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def rss_mib() -> tuple[int, int]:
+    """Current and peak resident memory of this process, MiB."""
+    current = 0
+    with Path("/proc/self/status").open(encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                current = int(line.split()[1]) // 1024
+    return current, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def main() -> None:
+    """Run the job once and print one row per step."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("root", type=Path, help="a records folder made by bench/pipelines.py")
+    args = parser.parse_args()
+    began_wall, began_cpu = time.perf_counter(), cpu_seconds()
+    import datetime as dt  # noqa: PLC0415  (the imports are measured as a step)
+
+    from pipelines import runner  # noqa: PLC0415
+    from pipelines.prices import load_prices  # noqa: PLC0415
+    from pipelines.settings import PipelineSettings  # noqa: PLC0415
+    from pipelines.source import register_window  # noqa: PLC0415
+    from pipelines.sqlmodels import load_models  # noqa: PLC0415
+    from pipelines.storage import open_root  # noqa: PLC0415
+    from pipelines.weeks import window  # noqa: PLC0415
+
+    rows: list[tuple[str, float, float, int, int, int]] = []
+    mark = [began_wall, began_cpu]
+    con = None
+
+    def step(name: str) -> None:
+        buffers = 0
+        if con is not None:
+            query = "select sum(memory_usage_bytes) // 1048576 from duckdb_memory()"
+            (buffers,) = con.sql(query).fetchall()[0]
+        now_wall, now_cpu = time.perf_counter(), cpu_seconds()
+        rows.append((name, now_wall - mark[0], now_cpu - mark[1], *rss_mib(), int(buffers or 0)))
+        mark[:] = [time.perf_counter(), cpu_seconds()]
+
+    step("(imports)")
+    settings = PipelineSettings()
+    span = window(SINCE, UNTIL, settings.reference_weeks, AS_OF, dt.timedelta(days=3))
+    con = runner.connect(settings)
+    runner.bind_config(con, settings, span, load_prices(settings.prices_file))
+    files = register_window(con, open_root(str(args.root)), span.read_start, span.read_end, span.as_of)
+    step("(connect, register)")
+    runner.build(con, load_models(), lambda model: step(model.name), files)
+    runner.check_segments(con)
+    with tempfile.TemporaryDirectory() as out:
+        runner.write_job_marts(con, Path(out), span, step)
+    print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")
+    for name, wall, cpu, rss, peak, buffers in rows:
+        print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {rss:>8} {peak:>9} {buffers:>11}")
+    total_cpu = cpu_seconds() - began_cpu
+    print(f"{'(process)':<26} {time.perf_counter() - began_wall:>7.2f} {total_cpu:>7.2f} {rss_mib()[0]:>8} "
+          f"{rss_mib()[1]:>9}")
+
+
+if __name__ == "__main__":
+    main()
