@@ -185,3 +185,39 @@ async def test_relay_memory_drops_reach_the_records(mode: str, scorer_url: str, 
     counted = read_rows(tmp_path / "records", "drops")
     assert sum(r["dropped"] for r in counted if r["reason"] == "relay_memory") == N
     assert offered._value.get() == N
+
+
+async def test_connect_bytes_past_the_budget_pause_reading_and_come_back() -> None:
+    """An upstream that never accepts: the client's bytes fill the budget, reading pauses, all come back.
+
+    The upstream listens with a full accept queue (backlog 0 and one connection never accepted): the
+    relay's connect hangs until ``connect_timeout_s``, then it answers 504 and closes, and the bytes held
+    for the client are given back.
+    """
+    stalled = socket.socket()
+    stalled.bind(("127.0.0.1", 0))
+    stalled.listen(0)
+    filler = socket.create_connection(stalled.getsockname())
+    hooks = Recording()
+    config = ProxyConfig(Upstream("127.0.0.1", stalled.getsockname()[1], tls=False), 1.0, WAIT_S, BUDGET,
+                         frozenset({("POST", "/tickets")}), held_bytes=BUDGET // 2)
+    relay = ProxyServer(config, hooks)
+    port = await relay.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        body = b"x" * (4 * BUDGET)
+        head = b"POST /tickets HTTP/1.1\r\nHost: router\r\nContent-Length: %d\r\n\r\n" % len(body)
+        writer.write(head + body)
+        await _until(lambda: any(c.paused for c in relay.connections))
+        assert 0 < relay.held.held <= BUDGET // 2
+        async with asyncio.timeout(WAIT_S):  # the 504, or a reset: the relay closes with bytes unread
+            with contextlib.suppress(ConnectionResetError):
+                assert (await reader.read()).startswith(b"HTTP/1.1 504 Gateway Timeout\r\n")
+        await _until(lambda: len(relay.connections) == 0)
+        assert relay.held.held == 0
+        assert relay.held.peak <= BUDGET // 2
+        writer.close()
+    finally:
+        await relay.close(0.1)
+        filler.close()
+        stalled.close()
