@@ -221,3 +221,34 @@ async def test_connect_bytes_past_the_budget_pause_reading_and_come_back() -> No
         await relay.close(0.1)
         filler.close()
         stalled.close()
+
+
+async def test_a_copy_stops_being_held_when_framing_stops() -> None:
+    """A claimed chunked body cut by a chunk line the framer cannot read: its copy is given back at once.
+
+    The request is still relayed and still awaits its answer (the upstream reads and never answers).
+    """
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while await reader.read(65536):
+                pass
+        writer.close()
+
+    upstream = await asyncio.start_server(silent, "127.0.0.1", 0)
+    config = ProxyConfig(Upstream("127.0.0.1", upstream.sockets[0].getsockname()[1], tls=False), 5.0, WAIT_S,
+                         BUDGET, frozenset({("POST", "/tickets")}), held_bytes=2 * BUDGET)
+    relay = ProxyServer(config, Recording())
+    port = await relay.start()
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /tickets HTTP/1.1\r\nHost: router\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"4\r\nabcd\r\n")
+        await _until(lambda: relay.held.held == BUDGET)  # chunked: the cap (connect bytes given back)
+        writer.write(b"zz\r\n")  # not a chunk size: framing stops, the bytes flow on
+        await _until(lambda: any(c.requests_framer.off for c in relay.connections))
+        assert relay.held.held == 0
+        assert [len(c.requests) for c in relay.connections] == [1]  # still awaiting its answer
+        writer.close()
+    finally:
+        await relay.close(0.1)
+        upstream.close()
