@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shadow.proxy.connection import CONNECT_BUFFER, KEPT_PER_CONNECTION
+from shadow.proxy.held import READ_CHUNK
 
 if TYPE_CHECKING:
     from shadow.settings import ShadowSettings
@@ -29,14 +29,13 @@ DROP_KEYS = 4096
 """Drop-summary keys between two flushes (types x candidates x reasons x minutes), 200 bytes each."""
 
 
-def relay_connection(settings: ShadowSettings) -> int:
-    """Bytes one relay connection may hold.
+def relay_connection(_settings: ShadowSettings) -> int:
+    """Bytes one relay connection may hold outside the relay-wide budget (``SHADOW_PROXY_HELD_BYTES``).
 
-    A client's bytes held while the upstream connects, copies of the bodies of ``KEPT_PER_CONNECTION``
-    pipelined requests and of one response, two heads, two write buffers.
+    Two heads being framed, two write buffers, and one read past the budget while the upstream connects
+    (it was read before reading paused). Body copies and connect bytes are in the budget.
     """
-    return (CONNECT_BUFFER + (KEPT_PER_CONNECTION + 1) * settings.mirror_max_bytes + 2 * HEAD_LIMIT
-            + 2 * TRANSPORT_HIGH_WATER)
+    return 2 * HEAD_LIMIT + 2 * TRANSPORT_HIGH_WATER + READ_CHUNK
 
 
 def worst_case(settings: ShadowSettings, candidates: int, connections: int | None = None) -> dict[str, int]:
@@ -66,6 +65,7 @@ def worst_case(settings: ShadowSettings, candidates: int, connections: int | Non
     }
     relay = {
         "relay hand-off buffer": settings.proxy_handoff_bytes + 2 * settings.mirror_max_bytes,
+        "relay held bytes (body copies, connect buffers)": settings.proxy_held_bytes,
         "relay connections": connections * relay_connection(settings),
     }
     return {**parts, **relay, "sidecar": sum(parts.values()), "relay": sum(relay.values())}

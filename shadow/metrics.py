@@ -94,7 +94,7 @@ class Metrics:
         self.log_dropped = Counter("shadow_log_lines_dropped", "Log lines over a request's log budget",
                                    registry=r)
         self.relay_health: dict[str, int] = {}
-        """The relay process's last report (connections, fds, fd_limit) plus restarts; /healthz shows it."""
+        """The relay's last report (connections, held bytes, fds, fd_limit), restarts; /healthz shows it."""
 
         ProcessCollector(registry=r)
         Info("shadow_build", "Sidecar build", registry=r).info({"version": version("semif-shadow")})

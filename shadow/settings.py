@@ -37,6 +37,9 @@ class ShadowSettings(BaseSettings):
     proxy_idle_timeout_s: float = Field(
         default=60.0, gt=0, description="proxy: close a connection with no request in flight this long")
     proxy_max_connections: int = Field(default=4096, ge=1, description="proxy: client connections at once")
+    proxy_held_bytes: int = Field(
+        default=64 * MIB, ge=0, description="proxy: bytes the relay holds for mirroring (body copies, "
+        "client bytes while connecting); beyond, relayed but not mirrored (relay_memory)")
     proxy_handoff_bytes: int = Field(
         default=16 * MIB, ge=65536, description="proxy: exchanges waiting for the mirror; beyond, dropped")
     records: RecordSettings = Field(

@@ -6,7 +6,8 @@ blobs: request head, request body, response head, response body; a body over the
 
 The relay never waits for the sidecar: `ChannelHooks` drops a frame that does not fit in
 ``SHADOW_PROXY_HANDOFF_BYTES`` of unsent bytes and counts it (``handoff_full``), per claimed route too,
-so the sidecar can count those exchanges in its ``drops`` summaries.
+so the sidecar can count those exchanges in its ``drops`` summaries; ``relay_memory`` (no room in
+``SHADOW_PROXY_HELD_BYTES`` for a body copy, `shadow.proxy.held`) likewise.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class ChannelHooks:
         self.answered_by_class: dict[str, int] = {}
         self.unmirrored_by_reason: dict[str, int] = {}
         self.refused_by_reason: dict[str, int] = {}
-        self.handoff_full_by_route: dict[str, int] = {}
-        """``handoff_full`` per ``"METHOD path"``: the sidecar counts them in its drop summaries."""
+        self.by_route: dict[str, dict[str, int]] = {"handoff_full": {}, "relay_memory": {}}
+        """Per reason, per ``"METHOD path"``: the sidecar counts them in its drop summaries."""
 
     def answered(self, status: int) -> None:
         """Counted here, sent with the next counters frame."""
@@ -94,9 +95,7 @@ class ChannelHooks:
         if self.transport.is_closing():
             self.unmirrored("sidecar_unavailable")
         elif self.transport.get_write_buffer_size() > self.limit:
-            self.unmirrored("handoff_full")
-            route = f"{request.start[0].upper()} {request_path(request.start[1])}"
-            self.handoff_full_by_route[route] = self.handoff_full_by_route.get(route, 0) + 1
+            self.dropped("handoff_full", request)
         else:
             self.transport.write(encode_exchange(request, response))
 
@@ -108,13 +107,20 @@ class ChannelHooks:
         """Counted here, sent with the next counters frame."""
         self.refused_by_reason[reason] = self.refused_by_reason.get(reason, 0) + 1
 
+    def dropped(self, reason: str, request: Message) -> None:
+        """Unmirrored, and counted per route for the sidecar's ``drops``."""
+        self.unmirrored(reason)
+        routes = self.by_route[reason]
+        route = f"{request.start[0].upper()} {request_path(request.start[1])}"
+        routes[route] = routes.get(route, 0) + 1
+
     def send_counters(self, health: dict[str, int] | None = None) -> None:
         """One ``C`` frame with every counter so far, and the relay's health gauges."""
         if not self.transport.is_closing():
             self.transport.write(encode_json(b"C", {"answered": self.answered_by_class,
                                                     "unmirrored": self.unmirrored_by_reason,
                                                     "refused": self.refused_by_reason,
-                                                    "handoff_full": self.handoff_full_by_route,
+                                                    **self.by_route,
                                                     "health": health or {}}))
 
 

@@ -2,7 +2,8 @@
 
 `Connection` writes bytes on as they arrive, frames a copy of each direction (`shadow.proxy.framing`)
 to pair every request with its response, and reports answered exchanges to the server's hooks. The two
-`asyncio.Protocol` sides only forward events to it.
+`asyncio.Protocol` sides (`shadow.proxy.sides`) only forward events to it. What it holds for mirroring
+is charged to the relay's budget (`shadow.proxy.held`) and given back whichever way it ends.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import contextlib
 import json
 import socket
 from collections import deque
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from shadow.errors import BadGateway, GatewayTimeout, RequestError
 from shadow.proxy.framing import Framer, Message
+from shadow.proxy.held import Kept
+from shadow.proxy.sides import UpstreamSide
 
 if TYPE_CHECKING:
     from shadow.proxy.relay import ProxyServer
 
-CONNECT_BUFFER = 1024 * 1024  # client bytes held while the upstream connection opens; reading pauses beyond
 KEPT_PER_CONNECTION = 4  # requests awaiting an answer whose bodies are copied; pipelined beyond: not
 
 
@@ -49,8 +51,9 @@ class Connection:
         self.client: asyncio.Transport | None = None
         self.upstream: asyncio.Transport | None = None
         self.connecting: asyncio.Task[None] | None = None
-        self.held: list[bytes] = []
-        self.held_bytes = 0
+        self.held: list[bytes] = []  # client bytes while connecting; reading pauses past the budget
+        self.paused = False
+        self.kept = Kept(server.held)  # what this connection charged to the relay's held-bytes budget
         self.eof_from_client = False
         self.requests: deque[Message] = deque()
         self.answering = False  # part of the current response already went to the client
@@ -70,14 +73,16 @@ class Connection:
         return self.requests[0].method if self.requests else None
 
     def _request_head(self, request: Message) -> None:
-        """Pair it; copy its body only for a claimed route, and only for a few pipelined at once."""
+        """Pair it; copy its body only for a claimed route, a few pipelined at once, within the budget."""
         self.requests.append(request)
-        keep = self.server.claimed(request) and len(self.requests) <= KEPT_PER_CONNECTION
-        self.requests_framer.keep = self.server.config.keep_bytes if keep else 0
+        keep = self.server.config.keep_bytes
+        copy = self.server.claimed(request) and len(self.requests) <= KEPT_PER_CONNECTION
+        self.requests_framer.keep = keep if copy and self.kept.request(request, keep) else 0
 
-    def _response_head(self, _response: Message) -> None:
-        claimed = bool(self.requests) and self.server.claimed(self.requests[0])
-        self.responses_framer.keep = self.server.config.keep_bytes * claimed
+    def _response_head(self, response: Message) -> None:
+        request, keep = (self.requests[0] if self.requests else None), self.server.config.keep_bytes
+        copy = request is not None and self.server.claimed(request) and id(request) not in self.kept.starved
+        self.responses_framer.keep = keep if copy and self.kept.response_for(request, response, keep) else 0
 
     # client side -------------------------------------------------------------------------------------
 
@@ -97,10 +102,10 @@ class Connection:
             self.upstream.write(data)
         else:
             self.held.append(data)
-            self.held_bytes += len(data)
             if self.connecting is None:
                 self.connecting = self.loop.create_task(self._connect())
-            if self.held_bytes > CONNECT_BUFFER and self.client is not None:
+            if not self.kept.hold_connect(len(data)) and self.client is not None:
+                self.paused = True  # held anyway (it was read), uncharged: one read at most
                 self.client.pause_reading()
         self.last_io = self.loop.time()
         if not self.unframed_requests:  # framed on the next turn: the bytes go out first
@@ -118,6 +123,10 @@ class Connection:
             framer.feed(data)
             if framer.off is not None and framer.off != "upgrade":
                 self.server.hooks.unmirrored(framer.off)
+        if framer.off is not None:  # the copy of a body still arriving was dropped with the framer
+            for request in self.requests:
+                if not request.complete:
+                    self.kept.release(request)
         if len(self.requests) > before and self.timer is None:
             self._arm(self.server.config.read_timeout_s)
 
@@ -139,6 +148,8 @@ class Connection:
             self.server.all_closed.set()
         if self.requests:
             self._unmirrored("client_gone")
+        self.held.clear()
+        self.kept.release_all()
         if self.connecting is not None:
             self.connecting.cancel()
         if self.upstream is not None:
@@ -153,7 +164,7 @@ class Connection:
         try:
             async with asyncio.timeout(config.connect_timeout_s):
                 transport, _ = await loop.create_connection(
-                    lambda: _UpstreamSide(self), up.host, up.port, ssl=self.server.ssl,
+                    lambda: UpstreamSide(self), up.host, up.port, ssl=self.server.ssl,
                     server_hostname=up.host if up.tls else None)
         except TimeoutError:
             self._fail(GatewayTimeout(f"upstream {up.host}:{up.port} did not accept in "
@@ -169,9 +180,10 @@ class Connection:
         _nodelay(self.upstream)
         self.upstream.writelines(self.held)
         self.held.clear()
-        if self.held_bytes > CONNECT_BUFFER:
+        self.kept.release_connect()
+        if self.paused:
+            self.paused = False
             self.client.resume_reading()
-        self.held_bytes = 0
         if self.eof_from_client and self.upstream.can_write_eof():
             self.upstream.write_eof()
 
@@ -193,7 +205,7 @@ class Connection:
         for data in chunks:
             framer.feed(data)  # each completed response goes to `_answered` before the next is framed
         self.answering = not framer.idle
-        if framer.off is not None and self.requests:
+        if framer.off is not None and (self.requests or self.kept.response):
             self._unmirrored(framer.off)
 
     def upstream_lost(self) -> None:
@@ -213,8 +225,12 @@ class Connection:
         if not self.requests:
             return
         request = self.requests.popleft()
+        starved = self.kept.release(request)
+        self.kept.release_response()
         if not self.server.claimed(request):
             pass
+        elif starved:  # no room in the relay's budget for a copy: relayed, not mirrored
+            hooks.dropped("relay_memory", request)
         elif not request.complete:  # answered before its body was all sent (e.g. a 413)
             hooks.unmirrored("answered_early")
         else:
@@ -229,6 +245,9 @@ class Connection:
         claimed = sum(map(self.server.claimed, self.requests))
         if claimed:
             self.server.hooks.unmirrored(reason, claimed)
+        for request in self.requests:
+            self.kept.release(request)
+        self.kept.release_response()
         self.requests.clear()
         self._disarm()
 
@@ -285,66 +304,3 @@ def _nodelay(transport: asyncio.BaseTransport) -> None:
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class _Side(asyncio.Protocol):
-    """One of the pair's two connections; when its writes back up, the other side stops reading."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def peer(self) -> asyncio.Transport | None:
-        """The transport whose data this side writes out."""
-        raise NotImplementedError
-
-    def pause_writing(self) -> None:
-        peer = self.peer()
-        if peer is not None:
-            peer.pause_reading()
-
-    def resume_writing(self) -> None:
-        peer = self.peer()
-        if peer is not None:
-            peer.resume_reading()
-
-
-class ClientSide(_Side):
-    """The production client's connection."""
-
-    def peer(self) -> asyncio.Transport | None:
-        """The upstream: its answers are written to the client."""
-        return self.conn.upstream
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """The client connected."""
-        self.conn.client_connected(cast("asyncio.Transport", transport))
-
-    def data_received(self, data: bytes) -> None:
-        """Client bytes arrived."""
-        self.conn.client_data(data)
-
-    def eof_received(self) -> bool:
-        """The client half-closed: keep the transport open to send the answers."""
-        self.conn.client_eof()
-        return True
-
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
-        """The client connection closed."""
-        self.conn.client_lost()
-
-
-class _UpstreamSide(_Side):
-    """The paired connection to the production router."""
-
-    def peer(self) -> asyncio.Transport | None:
-        """The client: its requests are written to the upstream."""
-        return self.conn.client
-
-    def data_received(self, data: bytes) -> None:
-        self.conn.upstream_data(data)
-
-    def eof_received(self) -> bool:
-        return False  # close: the client connection is closed after its buffered bytes
-
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002  (asyncio's signature)
-        self.conn.upstream_lost()

@@ -188,6 +188,11 @@ class MirrorHooks:
         """Count it in ``shadow_proxy_connections_refused_total``."""
         self.metrics.proxy_refused.labels(reason).inc()
 
+    def dropped(self, reason: str, request: Message) -> None:
+        """Count it unmirrored, and in ``drops`` for each candidate of the route's type."""
+        self.metrics.proxy_unmirrored.labels(reason).inc()
+        count_relay_drops(self.core, f"{request.method.upper()} {request_path(request.start[1])}", 1, reason)
+
 
 def mirror_messages(core: web.Application, request: Message, response: Message) -> None:
     """Offer a finished exchange to the mirror; nothing it does can reach the (already sent) response."""
@@ -204,11 +209,12 @@ def mirror_messages(core: web.Application, request: Message, response: Message) 
             core[METRICS].proxy_unmirrored.labels("internal_error").inc()
 
 
-def count_handoff_full(core: web.Application, route: str, n: int) -> None:
-    """Count ``n`` exchanges on ``route`` ("METHOD path") that the relay dropped at its hand-off.
+def count_relay_drops(core: web.Application, route: str, n: int, reason: str = "handoff_full") -> None:
+    """Count ``n`` exchanges on ``route`` ("METHOD path") that the relay dropped for lack of room.
 
-    They are offered decisions the mirror never saw (the relay had no room to hand them over): each
-    candidate of the route's type counts them as offered, and in ``drops`` as ``handoff_full``.
+    They are offered decisions the mirror never saw (``handoff_full``: no room at the hand-off;
+    ``relay_memory``: no room in the relay's held-bytes budget for a body copy): each candidate of the
+    route's type counts them as offered, and in ``drops`` under ``reason``.
     """
     method, _, path = route.partition(" ")
     rt = _route(core, Exchange(method, path, CIMultiDict(), None, 0, CIMultiDict(), None))
@@ -216,5 +222,5 @@ def count_handoff_full(core: web.Application, route: str, n: int) -> None:
         return
     for cand in rt.candidates:
         core[METRICS].offered.labels(rt.name, cand.name).inc(n)
-        core[METRICS].dropped.labels(rt.name, cand.name, "handoff_full").inc(n)
-        core[RECORDER].count(rt.name, cand.name, "handoff_full", n)
+        core[METRICS].dropped.labels(rt.name, cand.name, reason).inc(n)
+        core[RECORDER].count(rt.name, cand.name, reason, n)

@@ -157,7 +157,7 @@ class Framer:
         self.off = self.off or reason
         self._state = _State.OFF
         self._buf = bytearray()
-        self._message = None
+        self._message, self._body = None, _Body(0)  # the copy of a body still arriving goes too
 
     @property
     def idle(self) -> bool:

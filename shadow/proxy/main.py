@@ -55,7 +55,7 @@ async def relay_main(spec: dict[str, Any]) -> None:
     hooks = ChannelHooks(transport, spec["handoff_bytes"])
     config = ProxyConfig(Upstream(**spec["upstream"]), spec["connect_timeout_s"], spec["read_timeout_s"],
                          spec["keep_bytes"], frozenset((m, p) for m, p in spec["routes"]),
-                         spec["idle_timeout_s"], spec["max_connections"])
+                         spec["idle_timeout_s"], spec["max_connections"], spec["held_bytes"])
     server = ProxyServer(config, hooks)
     port = await server.start(sock=socket.socket(fileno=spec["fd"]))
     gc.collect()
@@ -77,12 +77,13 @@ async def relay_main(spec: dict[str, Any]) -> None:
 
 
 def _health(server: ProxyServer) -> dict[str, int]:
-    """Client connections, open descriptors and the descriptor limit (``/healthz`` shows them)."""
+    """Client connections, bytes held for mirroring (now, peak), descriptors (``/healthz`` shows them)."""
+    gauges = {"connections": len(server.connections), "held_bytes": server.held.held,
+              "held_peak_bytes": server.held.peak}
     with contextlib.suppress(OSError):
         fds = sum(1 for _ in Path("/proc/self/fd").iterdir())
-        return {"connections": len(server.connections), "fds": fds,
-                "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0]}
-    return {"connections": len(server.connections)}
+        return {**gauges, "fds": fds, "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0]}
+    return gauges
 
 
 def _raise_fd_limit() -> None:

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from shadow.errors import ShadowError
-from shadow.proxy.connection import ClientSide, Connection, request_path
+from shadow.proxy.connection import Connection, request_path
+from shadow.proxy.held import HeldBytes
+from shadow.proxy.sides import ClientSide
 
 if TYPE_CHECKING:
     import socket
@@ -72,6 +74,8 @@ class ProxyConfig:
     """A connection with no request awaiting an answer this long is closed (idle, or a head trickling)."""
     max_connections: int = 4096
     """Client connections at once; beyond, a new one is closed at once."""
+    held_bytes: int = 64 * 1024 * 1024
+    """Bytes held for mirroring, relay-wide (`shadow.proxy.held`); beyond, copies are not made."""
 
 
 class ProxyHooks(Protocol):
@@ -89,6 +93,9 @@ class ProxyHooks(Protocol):
     def refused(self, reason: str) -> None:
         """A client connection closed on arrival, unserved (``connection_cap``)."""
 
+    def dropped(self, reason: str, request: Message) -> None:
+        """An exchange on a claimed route the relay had no room for: counted per route (``drops``)."""
+
 
 class ProxyServer:
     """Listens for the production traffic and relays it; reports to ``hooks``."""
@@ -98,6 +105,8 @@ class ProxyServer:
         self.hooks = hooks
         self.ssl = ssl.create_default_context() if config.upstream.tls else None
         self.connections: set[Connection] = set()
+        self.held = HeldBytes(config.held_bytes)
+        """Bytes every connection holds for mirroring, against ``config.held_bytes``."""
         self.all_closed = asyncio.Event()
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from shadow.errors import ShadowError
 from shadow.keys import METRICS
 from shadow.proxy.channel import FRAME, decode_exchange
-from shadow.proxy.extract import MirrorHooks, catalog_routes, count_handoff_full, mirror_messages
+from shadow.proxy.extract import MirrorHooks, catalog_routes, count_relay_drops, mirror_messages
 from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def relay_config(settings: ShadowSettings, routes: frozenset[tuple[str, str]]) -
     """The relay's part of the sidecar settings (no secret, no catalog: only the claimed routes)."""
     return ProxyConfig(Upstream.parse(settings.upstream_url), settings.upstream_connect_timeout_s,
                        settings.upstream_read_timeout_s, settings.mirror_max_bytes, routes,
-                       settings.proxy_idle_timeout_s, settings.proxy_max_connections)
+                       settings.proxy_idle_timeout_s, settings.proxy_max_connections,
+                       settings.proxy_held_bytes)
 
 
 
@@ -98,8 +99,8 @@ class _ChannelReader(asyncio.Protocol):
             if group == "health":
                 metrics.relay_health.update(series)
                 continue
-            if group == "handoff_full":
-                self._handoff_full(series)
+            if group in ("handoff_full", "relay_memory"):
+                self._by_route(group, series)
                 continue
             for label, total in series.items():
                 delta = total - self.seen.get((group, label), 0)
@@ -110,13 +111,13 @@ class _ChannelReader(asyncio.Protocol):
                     family.labels(label).inc(delta)
 
 
-    def _handoff_full(self, series: dict[str, int]) -> None:
-        """Count what the relay could not hand over in ``drops``, per candidate of the route's type."""
+    def _by_route(self, reason: str, series: dict[str, int]) -> None:
+        """Count what the relay had no room for in ``drops``, per candidate of the route's type."""
         for route, total in series.items():
-            delta = total - self.seen.get(("handoff_full", route), 0)
-            self.seen[("handoff_full", route)] = total
+            delta = total - self.seen.get((reason, route), 0)
+            self.seen[(reason, route)] = total
             if delta > 0:
-                count_handoff_full(self.owner.core, route, delta)
+                count_relay_drops(self.owner.core, route, delta, reason)
 
 
 class ProxyProcess:
@@ -162,7 +163,8 @@ class ProxyProcess:
                 "connect_timeout_s": c.connect_timeout_s, "read_timeout_s": c.read_timeout_s,
                 "keep_bytes": c.keep_bytes, "routes": sorted(c.routes),
                 "idle_timeout_s": c.idle_timeout_s, "max_connections": c.max_connections,
-                "handoff_bytes": self.settings.proxy_handoff_bytes, "grace_s": self.settings.shutdown_grace_s}
+                "held_bytes": c.held_bytes, "handoff_bytes": self.settings.proxy_handoff_bytes,
+                "grace_s": self.settings.shutdown_grace_s}
 
     async def _spawn(self) -> None:
         assert self.sock is not None

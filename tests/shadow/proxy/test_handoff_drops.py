@@ -9,6 +9,7 @@ loop runs again, the relay's counters tell the sidecar how many, per route.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import threading
@@ -20,6 +21,7 @@ from shadow.proxy.supervisor import ProxyProcess
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 N = 60
@@ -43,7 +45,20 @@ class _Upstream(BaseHTTPRequestHandler):
         """Quiet."""
 
 
-def _client(port: int, statuses: list[int]) -> None:
+@contextlib.contextmanager
+def threaded_upstream() -> Iterator[str]:
+    """`_Upstream` served from a thread (it answers while the sidecar's loop is blocked); its URL."""
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{upstream.server_port}"
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+
+
+def claimed_client(port: int, statuses: list[int]) -> None:
+    """``N`` claimed requests of ``STATE_BYTES`` in turn on one connection; their statuses."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(N):
         body = json.dumps({"ticket_id": f"h-{i}", "ticket": {"subject": "x" * STATE_BYTES}})
@@ -56,18 +71,16 @@ def _client(port: int, statuses: list[int]) -> None:
 
 async def test_handoff_full_exchanges_are_counted_in_drops(scorer_url: str, tmp_path: Path) -> None:
     """60 claimed requests of 20 KB while the sidecar cannot read: all answered, all accounted for."""
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
-    settings = settings_for(tmp_path, catalog, upstream_url=f"http://127.0.0.1:{upstream.server_port}",
-                            proxy_port=0, proxy_handoff_bytes=65536)
     statuses: list[int] = []
-    try:
+    with threaded_upstream() as upstream_url:
+        settings = settings_for(tmp_path, catalog, upstream_url=upstream_url, proxy_port=0,
+                                proxy_handoff_bytes=65536)
         async with running_sidecar(settings) as (_api, core):
             proxy = ProxyProcess(settings, core)
             url = await proxy.start()
             try:
-                client = threading.Thread(target=_client, args=(int(url.rsplit(":", 1)[1]), statuses))
+                client = threading.Thread(target=claimed_client, args=(int(url.rsplit(":", 1)[1]), statuses))
                 client.start()
                 client.join(60)  # blocks the loop: the sidecar reads nothing meanwhile
                 metrics = core[METRICS]
@@ -78,9 +91,6 @@ async def test_handoff_full_exchanges_are_counted_in_drops(scorer_url: str, tmp_
                     await asyncio.sleep(0.05)
             finally:
                 await proxy.stop()
-    finally:
-        upstream.shutdown()
-        upstream.server_close()
     assert statuses == [200] * N
     rows = {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")}
     counted = read_rows(tmp_path / "records", "drops")
