@@ -8,7 +8,7 @@ reaped children included), read from ``/proc`` just before the session stops: on
 are the figure to compare; wall seconds move with the load.
 
     .venv/bin/python bench/spark_conf.py --repeats 3
-    .venv/bin/python bench/spark_conf.py --only default,local
+    .venv/bin/python bench/spark_conf.py --only default,p4
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BASE = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "1g"}
 SETTINGS: dict[str, dict[str, str]] = {
-    "default": {"spark.sql.shuffle.partitions": "200"},  # Spark's default (AQE coalesces), as before
-    "p4": {},  # spark_runner.local_conf("local[2]"): 4 shuffle partitions, as the test fixture had
+    "default": {},  # Spark's defaults: 200 shuffle partitions (coalesced by AQE), AQE on
+    "p4": {"spark.sql.shuffle.partitions": "4"},  # the test fixture's setting: 2 per core
     "p4-no-aqe": {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"},
     "p4-no-codegen": {"spark.sql.shuffle.partitions": "4", "spark.sql.codegen.wholeStage": "false"},
 }

@@ -53,20 +53,6 @@ SESSION_CONF = {
 """Settings the generated SQL relies on; applied to the caller's session too."""
 
 
-def local_conf(master: str) -> dict[str, str]:
-    """Settings for a ``local[...]`` master: shuffle partitions sized to its cores (Spark's default is 200).
-
-    The marts are small aggregates over partitioned records: on one machine each of the ~40 models' shuffles
-    would otherwise plan and track 200 partitions (``bench/spark_conf.py``, docs/performance.md).
-    """
-    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master)
-    if match is None:
-        return {}
-    threads = match.group(1) or "1"  # plain `local` is one thread
-    cores = (os.cpu_count() or 1) if threads == "*" else int(threads)
-    return {"spark.sql.shuffle.partitions": str(2 * cores)}
-
-
 def master_for(flag: str | None, *, active: bool, environ: Mapping[str, str] = os.environ) -> str | None:
     """The master to ask for: ``--spark-master``, else none in a session or ``spark-submit``, else local.
 
@@ -91,7 +77,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
             package_root = str(Path(__file__).resolve().parents[1])
             os.environ["PYTHONPATH"] = os.pathsep.join(
                 [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    for key, value in {**SESSION_CONF, **local_conf(master or ""), **(conf or {})}.items():
+    for key, value in {**SESSION_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

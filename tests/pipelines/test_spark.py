@@ -188,6 +188,7 @@ def test_an_s3_root_without_the_s3a_connector_stops_in_one_line(
                      "--out", str(tmp_path), "--s3-endpoint", moto.endpoint)
     version = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
     assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception  # click's one line, not a Py4J error
     assert f"hadoop-aws-{version}.jar" in result.output
     assert f"--packages org.apache.hadoop:hadoop-aws:{version}" in result.output
     assert "Traceback" not in result.output

@@ -50,12 +50,3 @@ def test_the_master_is_local_only_outside_spark_submit_and_sessions() -> None:
     assert spark_runner.master_for(None, active=False, environ={"PYSPARK_GATEWAY_PORT": "41234"}) is None
     assert spark_runner.master_for(None, active=True, environ={}) is None
     assert spark_runner.master_for(None, active=False, environ={}) == "local[*]"
-
-
-@pytest.mark.parametrize(("master", "partitions"), [
-    ("local", "2"), ("local[2]", "4"), ("local[8]", "16"), ("local[3,2]", "6"), ("yarn", None),
-])
-def test_local_masters_get_shuffle_partitions_for_their_cores(master: str, partitions: str | None) -> None:
-    """``local[n]`` gets ``2n`` shuffle partitions (not Spark's 200); a cluster's master keeps its own."""
-    spark_runner = pytest.importorskip("pipelines.spark_runner")
-    assert spark_runner.local_conf(master).get("spark.sql.shuffle.partitions") == partitions
