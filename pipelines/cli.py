@@ -169,6 +169,8 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
 
     flags = {"s3_endpoint": ("--s3-endpoint", s3_endpoint), "catalog": ("--catalog", catalog)}
     settings = build_settings(PipelineSettings, flags)
+    if engine != "spark" and (spark_master is not None or approx_quantiles):
+        raise click.UsageError("--spark-master and --approx-quantiles apply only with --engine spark")
     try:
         engine_choice = Engine(engine, spark_master, approx_quantiles)
         _run(settings, root, _weeks(week, since, until), out, as_of, prices, engine_choice)
@@ -253,8 +255,8 @@ def _run_spark(job: runner.Job, engine: Engine, step: Callable[[str], None]) -> 
     from pipelines import spark_runner  # noqa: PLC0415
     from pipelines.spark_sql import SparkOptions  # noqa: PLC0415
 
-    active = SparkSession.getActiveSession()
-    spark = active if active is not None else spark_runner.session(engine.spark_master or "local[*]")
+    active = SparkSession.getActiveSession() is not None
+    spark = spark_runner.session(spark_runner.master_for(engine.spark_master, active=active))
     result, _ = spark_runner.run(job, step, spark, SparkOptions(approx_quantiles=engine.approx_quantiles))
     return result
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -34,7 +35,7 @@ from pipelines.spark_udfs import register_spark_udfs
 from pipelines.sqlmodels import WINDOW_VARIABLES, Model, load_models, mart_names
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from pyspark.sql import DataFrame
 
@@ -52,8 +53,22 @@ SESSION_CONF = {
 """Settings the generated SQL relies on; applied to the caller's session too."""
 
 
+def master_for(flag: str | None, *, active: bool, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The master to ask for: ``--spark-master``, else none in a session or ``spark-submit``, else local.
+
+    ``spark-submit`` leaves its gateway in the environment; its master (YARN on EMR, say) must not be
+    replaced by ``local[*]``.
+    """
+    if flag is not None:
+        return flag
+    return None if active or "PYSPARK_GATEWAY_PORT" in environ else "local[*]"
+
+
 def session(master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
-    """The active Spark session (``spark-submit``'s), or a new one on ``master`` (e.g. ``local[*]``)."""
+    """The active Spark session (``spark-submit``'s), or a new one on ``master`` (e.g. ``local[*]``).
+
+    Either way the settings the generated SQL relies on are applied and the UDFs registered.
+    """
     builder = SparkSession.builder.appName("semif-shadow-pipelines")
     if master is not None:
         builder = builder.master(master)
@@ -88,6 +103,34 @@ def bind_config(
 def spark_path(root: Root, path: str) -> str:
     """A listed file as Spark names it: ``file://`` locally, ``s3a://`` (Hadoop's S3 connector) on S3."""
     return f"file://{path}" if root.is_local else f"s3a://{path}"
+
+
+S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+
+def prepare_s3a(spark: SparkSession, settings: PipelineSettings) -> None:
+    """Before an ``s3://`` run: Hadoop's S3A connector must be on the classpath (stop here, in one line).
+
+    ``--s3-endpoint``, where given, becomes the connector's, with the region and path-style access (as
+    MinIO and moto need). The connector (``hadoop-aws`` and the AWS SDK bundle it was built with) ships
+    with EMR and Glue, not with the ``pyspark`` wheel: docs/pipelines-spark.md says what to add.
+    """
+    jvm, hadoop = spark._jvm, spark._jsc.hadoopConfiguration()  # noqa: SLF001  (py4j: no public accessor)
+    if jvm is None:
+        raise PipelinesError("the Spark engine needs a classic Spark session (not Spark Connect)")
+    if settings.s3_endpoint:  # on AWS the connector finds the bucket's region itself
+        hadoop.set("fs.s3a.endpoint", settings.s3_endpoint)
+        hadoop.set("fs.s3a.endpoint.region", settings.s3_region)
+        hadoop.set("fs.s3a.path.style.access", "true")
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", hadoop)
+    except Py4JJavaError as exc:
+        version = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+        raise PipelinesError(
+            f"reading s3:// on Spark needs Hadoop's S3A connector ({S3A_FILESYSTEM}), which this Spark "
+            f"lacks: add hadoop-aws-{version}.jar and the AWS SDK v2 bundle it names, e.g. "
+            f"--packages org.apache.hadoop:hadoop-aws:{version} (EMR and Glue ship it; "
+            "docs/pipelines-spark.md)") from exc
 
 
 def register_window(spark: SparkSession, root: Root, window: Window) -> WindowFiles:
@@ -192,6 +235,8 @@ def run(
 ) -> tuple[RunResult, dict[str, pa.Table]]:
     """Compute every mart on Spark; with ``job.out``, write the target weeks as the DuckDB engine does."""
     spark = spark if spark is not None else session("local[*]")
+    if not job.root.is_local:
+        prepare_s3a(spark, job.settings)
     window = job.window
     result = RunResult(weeks=[m.isoformat() for m in window.targets()])
     window_args = bind_config(spark, job.settings, window, job.prices)

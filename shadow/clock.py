@@ -10,7 +10,10 @@ demo replaces `now` through `semif_shadow.demo.clock` to write records in past w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 now: Callable[[], float] = time.time
 """Epoch seconds for record timestamps (``time.time`` unless a simulation replaced it)."""

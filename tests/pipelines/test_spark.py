@@ -1,6 +1,7 @@
 """The Spark engine against the DuckDB engine: every mart equal on the same records, and each rewrite equal.
 
-One local SparkSession for the test session (``spark`` fixture; JVM start-up is slow). The records: two
+One local SparkSession for the test session (``spark`` fixture; JVM start-up is slow); both engines run
+through ``semif-shadow pipelines run --engine``, the Spark one in that session. The records: two
 candidates, an identity change, a drifted week, one-hot chat rows beside the scored ones, and an ``as_of``
 inside the last week, so that week's late outcomes are missing (immature) and duplicated outcomes resolve
 to the latest known.
@@ -11,29 +12,33 @@ from __future__ import annotations
 import datetime as dt
 import math
 import shutil
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import boto3
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner, Result
 
 from dashboards.marts import load_marts
-from pipelines import runner, synth
+from pipelines import synth
 from pipelines.generate import Plan, generate
-from pipelines.prices import load_prices
-from pipelines.settings import PipelineSettings
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
-from pipelines.weeks import window
+from semif_shadow.cli import main
 from tests.pipelines.one_hot import add_one_hot_rows
+from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
     from pyspark.sql import SparkSession
+
+    from tests.shadow.records.conftest import MotoServer
 
 pytestmark = [
     pytest.mark.slow,
@@ -70,21 +75,37 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
-@pytest.fixture(scope="session")
-def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> tuple[Path, Path]:
-    """The same generated records run by both engines; the two output folders."""
-    from pipelines import spark_runner  # noqa: PLC0415
+def run_cli(*args: str) -> Result:
+    """``semif-shadow pipelines run ARGS`` through the command line (the bootstrap at 50 replicates)."""
+    env = {"PIPELINES_BOOTSTRAP_REPS": "50"}  # the bootstrap's cost, not its logic, grows with reps
+    return CliRunner(env=env).invoke(main, ["pipelines", "run", "--as-of", AS_OF.isoformat(), *args])
 
+
+@dataclass(frozen=True)
+class Engines:
+    """Both engines' output folders, and what ``pipelines run --engine spark`` printed."""
+
+    duckdb: Path
+    spark: Path
+    spark_output: str
+
+
+@pytest.fixture(scope="session")
+def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Engines:  # noqa: ARG001
+    """The same generated records run by both engines through ``semif-shadow pipelines run --engine``.
+
+    The Spark run finds the ``spark`` fixture's session active and uses it (as under ``spark-submit``).
+    """
     root = tmp_path_factory.mktemp("spark_records")
     generate(open_root(str(root)), PLAN)
     add_one_hot_rows(root)  # chat rows without log-probabilities: `one_hot` excluded alike on both engines
-    settings = PipelineSettings(bootstrap_reps=50)  # the bootstrap's cost, not its logic, grows with reps
-    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
     outs = tmp_path_factory.mktemp("duckdb_marts"), tmp_path_factory.mktemp("spark_marts")
-    prices = load_prices(settings.prices_file)
-    runner.run(runner.Job(settings, open_root(str(root)), span, prices, outs[0]))
-    spark_runner.run(runner.Job(settings, open_root(str(root)), span, prices, outs[1]), spark=spark)
-    return outs
+    span = ("--since", FIRST, "--until", LAST)
+    ran = [run_cli("--engine", engine, "--root", str(root), *span, "--out", str(out))
+           for engine, out in zip(("duckdb", "spark"), outs, strict=True)]
+    for result in ran:
+        assert result.exit_code == 0, result.output
+    return Engines(outs[0], outs[1], ran[1].output)
 
 
 def sorted_rows(path: Path) -> pa.Table:
@@ -112,9 +133,12 @@ def differences(left: pa.Table, right: pa.Table) -> list[str]:
     return found
 
 
-def test_every_mart_is_equal_on_both_engines(engines: tuple[Path, Path]) -> None:
-    """Same files, same rows, counts exact, floats within 1e-9 relative, for every mart and target week."""
-    duck, spark_out = engines
+def test_every_mart_is_equal_on_both_engines(engines: Engines) -> None:
+    """``pipelines run --engine spark`` writes what ``--engine duckdb`` writes.
+
+    Same files, same rows, counts exact, floats within 1e-9 relative, for every mart and target week.
+    """
+    duck, spark_out = engines.duckdb, engines.spark
     files = sorted(p.relative_to(duck) for p in duck.rglob("part-0.parquet"))
     assert files == sorted(p.relative_to(spark_out) for p in spark_out.rglob("part-0.parquet"))
     assert {f.parts[0] for f in files} == set(mart_names())
@@ -126,12 +150,53 @@ def test_every_mart_is_equal_on_both_engines(engines: tuple[Path, Path]) -> None
     assert rows > 1_000  # the comparison saw real marts (both candidates, three weeks)
 
 
-def test_the_review_reads_the_spark_engines_marts(engines: tuple[Path, Path]) -> None:
+def test_the_review_reads_the_spark_engines_marts(engines: Engines) -> None:
     """``semif-shadow review`` loads the Spark output as it loads DuckDB's (same layout)."""
-    marts = load_marts(str(engines[1]), LAST)
+    marts = load_marts(str(engines.spark), LAST)
     assert marts.decision_types()
     keys = marts.candidates(marts.decision_types()[0])  # model keys: "<candidate> <model>/.../ #<sha>"
     assert {key.split()[0] for key in keys} == {"challenger", "default"}
+
+
+def test_the_spark_run_reports_its_weeks_and_marts(engines: Engines) -> None:
+    """``pipelines run --engine spark`` prints each target week's state and what it wrote, as DuckDB's."""
+    assert "2026-W48: final" in engines.spark_output
+    assert "2026-W49: NOT mature" in engines.spark_output  # as_of inside W49
+    assert f"in {len(mart_names())} marts under {engines.spark}" in engines.spark_output
+
+
+def test_an_s3_root_without_the_s3a_connector_stops_in_one_line(
+    spark: SparkSession, moto: MotoServer, tmp_path: Path,  # noqa: F811  (pytest fixture injection)
+) -> None:
+    """``--engine spark --root s3://...`` on a Spark without hadoop-aws: one line naming the jars, exit 1.
+
+    The records are there (moto); without the check the run lists them and then fails inside the JVM
+    reading ``s3a://``. ``--s3-endpoint`` is handed to the S3A connector.
+    """
+    from py4j.protocol import Py4JJavaError  # noqa: PLC0415  (with pyspark)
+
+    jvm = spark._jvm
+    assert jvm is not None
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", spark._jsc.hadoopConfiguration())
+    except Py4JJavaError:
+        pass
+    else:
+        pytest.skip("this Spark has the S3A connector")
+    s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket="spark-records")
+    generate(open_root("s3://spark-records/records", moto.endpoint),
+             Plan(decisions=200, weeks=1, first_monday=dt.date(2026, 11, 23), drift_week=None))
+    result = run_cli("--engine", "spark", "--root", "s3://spark-records/records", "--week", "2026-W48",
+                     "--out", str(tmp_path), "--s3-endpoint", moto.endpoint)
+    version = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception  # click's one line, not a Py4J error
+    assert f"hadoop-aws-{version}.jar" in result.output
+    assert f"--packages org.apache.hadoop:hadoop-aws:{version}" in result.output
+    assert "Traceback" not in result.output
+    assert "Py4J" not in result.output
+    assert spark._jsc.hadoopConfiguration().get("fs.s3a.endpoint") == moto.endpoint
 
 
 EXPRESSIONS = [
