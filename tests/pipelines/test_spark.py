@@ -155,7 +155,7 @@ def test_the_review_reads_the_spark_engines_marts(engines: Engines) -> None:
     marts = load_marts(str(engines.spark), LAST)
     assert marts.decision_types()
     keys = marts.candidates(marts.decision_types()[0])  # model keys: "<candidate> <model>/.../ #<sha>"
-    assert {key.split()[0] for key in keys} == {"challenger", "default"}
+    assert {key.split()[0] for key in keys} == {"challenger", "chat", "default"}  # chat: the one-hot rows
 
 
 def test_the_spark_run_reports_its_weeks_and_marts(engines: Engines) -> None:
