@@ -333,6 +333,14 @@ def print_table(table: list[dict[str, Any]], runs: int, rate: float) -> None:
               f"{r['rps_paced']:.0f} | {r['rps_max']:.0f} | {r['non2xx']:.0f} | {counts} |")
 
 
+def preflight() -> None:
+    """Exit unless nginx and wrk are installed; print the load average the run starts at."""
+    for tool in ("nginx", "wrk"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found: apt-get install -y nginx wrk")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs at the start", file=sys.stderr)
+
+
 def main() -> None:
     """Parse arguments, run, print."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -342,10 +350,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0, help="offered requests/s for the latency load")
     parser.add_argument("--json", type=Path, default=None, help="also write the table here")
     args = parser.parse_args()
-    for tool in ("nginx", "wrk"):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} not found: apt-get install -y nginx wrk")
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs at the start", file=sys.stderr)
+    preflight()
     with tempfile.TemporaryDirectory(prefix="bench-sidecar-") as tmp, Stack(Path(tmp)) as stack:
         runs = []
         for i in range(args.runs):

@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -45,7 +44,7 @@ import pyarrow.dataset as ds
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.sidecar import CATALOG, LUA, NGINX, PY, free_port, start, wait_port
+from bench.sidecar import CATALOG, LUA, NGINX, PY, free_port, preflight, start, wait_port
 from shadow.bounds import worst_case
 from shadow.settings import ShadowSettings
 
@@ -310,10 +309,7 @@ def main() -> None:
     parser.add_argument("--sample-s", type=float, default=1.0, help="RSS sampling period")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     args = parser.parse_args()
-    for tool in ("nginx", "wrk"):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} not found: apt-get install -y nginx wrk")
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs at the start", file=sys.stderr)
+    preflight()
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         workdir = Path(tmp)
         ports = {"upstream": free_port(), "scorer": free_port()}

@@ -87,11 +87,9 @@ class Layout:
             rt.seq_rm(self.pad_seq, pad_pos, -1)
         self.used, self.pad_pos = used, pad_pos
 
-    def reset(self, used: int, rt: LlamaRuntime | None = None) -> None:
-        """Only the first ``used`` cells are held (pads freed through ``rt`` where some were placed)."""
-        if rt is not None and self.pad_pos:
-            rt.seq_rm(self.pad_seq, -1, -1)
-        self.used, self.pad_pos = used, 0
+    def cleared(self) -> None:
+        """The runtime's cache was cleared: no cell is held, pads included."""
+        self.used, self.pad_pos = 0, 0
 
     @property
     def closing(self) -> int:

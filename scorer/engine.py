@@ -115,7 +115,7 @@ class Engine:
         """Hold the context for something other than scoring (generation): the cache starts cold."""
         with self._lock:
             self.rt.clear()
-            self.layout.reset(0)
+            self.layout.cleared()
             self._cached_static = None
             yield self.rt
 
@@ -237,7 +237,7 @@ class Engine:
             self.stats.tokens_cached += seg.static_len
             return seg.static_len
         self.rt.clear()
-        self.layout.reset(0)
+        self.layout.cleared()
         self._decode_run(seg.prefix[: seg.static_len], 0)
         self._static_mark = self.layout.mark()
         self.stats.tokens_computed += seg.static_len
@@ -319,7 +319,7 @@ class Engine:
         longest = longest or len(seg.prefix) + max(len(o) for o in seg.options)
         if not self.prefix_cache or (self.rt.n_swa and longest >= self.rt.n_swa):
             self.rt.clear()
-            self.layout.reset(0)
+            self.layout.cleared()
             self._cached_static = None
             return
         self.rt.seq_rm(PREFIX_SEQ, seg.static_len, -1)
