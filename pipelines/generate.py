@@ -69,33 +69,45 @@ class Draws:
     intended: np.ndarray
 
 
+MAX_CHUNK = 1_000_000
+"""Decisions drawn at once. A week of one type with more is drawn in parts, each over the whole week: one
+Arrow string array holds at most 2 GiB, and a part's model identities (~450 bytes each) stay far below."""
+
+
 @dataclass(frozen=True)
 class Chunk:
-    """One week of one decision type: where its rows start and how to draw them."""
+    """One part of one week of one decision type: where its rows start and how to draw them."""
 
     week: int
     spec: synth.DecisionSpec
     n: int
     first_id: int
     start_us: int
+    part: int = 0
+    """Which part of its week and type (0 for the first and for a week of at most ``MAX_CHUNK``)."""
 
 
 def chunks(plan: Plan) -> Iterator[Chunk]:
-    """The (week, decision type) chunks, with the global decision-id offset of each."""
+    """The (week, decision type, part) chunks, with the global decision-id offset of each."""
     start = int(dt.datetime.combine(plan.first_monday, dt.time(), dt.UTC).timestamp()) * 1_000_000
     next_id = 0
     for week in range(plan.weeks):
         for spec in plan.knobs.types:
             n = round(plan.decisions * spec.share / plan.weeks)
-            yield Chunk(week, spec, n, next_id, start + week * WEEK_US)
-            next_id += n
+            parts = max(1, -(-n // MAX_CHUNK))
+            for part in range(parts):
+                size = n * (part + 1) // parts - n * part // parts
+                yield Chunk(week, spec, size, next_id, start + week * WEEK_US, part)
+                next_id += size
 
 
 def generate(root: Root, plan: Plan) -> dict[str, int]:
     """Write every chunk's proposals and outcomes under ``root``; return row counts."""
     counts = {"proposals": 0, "outcomes": 0, "files": 0}
     for chunk in chunks(plan):
-        rng = np.random.default_rng([plan.seed, chunk.week, plan.knobs.types.index(chunk.spec)])
+        part = [chunk.part] if chunk.part else []  # a first part draws what the whole week did before parts
+        seed = [plan.seed, chunk.week, plan.knobs.types.index(chunk.spec), *part]
+        rng = np.random.default_rng(seed)
         drifted = chunk.week == plan.drift_week
         proposals, outcomes, draws = draw_chunk(rng, chunk, plan.knobs, drifted)
         counts["files"] += write_partitioned(root, "proposals", proposals, "received_at", chunk)
@@ -316,7 +328,7 @@ def write_partitioned(  # noqa: PLR0913  (one file set's where and what)
     for seq, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
         date = (dt.date(1970, 1, 1) + dt.timedelta(days=int(days[lo]))).isoformat()
         folder = root.join(dataset, f"decision_type={chunk.spec.name}", f"date={date}")
-        name = f"{writer}-{chunk.week * 100_000 + seq:08d}.parquet"
+        name = f"{writer}-{chunk.week * 100_000 + chunk.part * 100 + seq:08d}.parquet"  # seq: days, < 100
         write_whole(root, folder, name, table.slice(lo, hi - lo))
     return int(starts.size)
 

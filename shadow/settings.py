@@ -33,7 +33,8 @@ class ShadowSettings(BaseSettings):
     upstream_connect_timeout_s: float = Field(default=5.0, gt=0, description="proxy: connect to upstream")
     upstream_read_timeout_s: float = Field(default=120.0, gt=0, description="proxy: max gap between reads")
     proxy_process: bool = Field(
-        default=True, description="proxy: relay in its own process (never waits behind the mirror's work)")
+        default=True, description="proxy: relay in its own process (never waits behind the mirror's work; "
+        "false, on the sidecar's loop, is for tests and low rates)")
     proxy_idle_timeout_s: float = Field(
         default=60.0, gt=0, description="proxy: close a connection with no request in flight this long")
     proxy_max_connections: int = Field(default=4096, ge=1, description="proxy: client connections at once")

@@ -253,7 +253,14 @@ async def running_proxy_process(settings: ShadowSettings, core: web.Application,
 @contextlib.asynccontextmanager
 async def running_proxy(settings: ShadowSettings, core: web.Application,
                         port: int | None = None) -> AsyncIterator[str]:
-    """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL."""
+    """Run the relay in this process, on this loop (tests; ``SHADOW_PROXY_PROCESS=false``); yield its URL.
+
+    Every relayed request then waits behind the mirror's work on this loop (at 500 mirrored requests/s on
+    2 cores the loop is ~86% busy: p50 +4.5 ms, docs/performance.md), so it says so at start.
+    """
+    log.warning("relay on the sidecar's loop", extra={"fields": {
+        "event": "relay_in_process", "setting": "SHADOW_PROXY_PROCESS",
+        "why": "relayed requests wait behind the mirror's work; for tests and low rates"}})
     server = ProxyServer(relay_config(settings, catalog_routes(core)), MirrorHooks(core))
     bound = await server.start(settings.proxy_host, port if port is not None else settings.proxy_port or 0)
     try:

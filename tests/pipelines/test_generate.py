@@ -8,14 +8,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contracts.records import OUTCOMES, PROPOSALS, STATUSES
-from pipelines.generate import Plan, generate
+from pipelines import generate as generate_module
+from pipelines.generate import Plan, chunks, generate
 from pipelines.storage import open_root
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
     from tests.pipelines.reference import Records
 
@@ -52,6 +56,31 @@ def test_the_same_seed_writes_the_same_records(tmp_path: Path) -> None:
     assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.parquet"))
     for rel in files:
         assert pq.read_table(tmp_path / "a" / rel).equals(pq.read_table(tmp_path / "b" / rel))
+
+
+def test_a_week_over_the_chunk_size_is_drawn_in_parts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A week of one type larger than ``MAX_CHUNK`` is drawn in parts (one Arrow string array holds 2 GiB).
+
+    Every decision once, ids contiguous, no file overwritten by another part's file of the same day, and
+    each part spread over the whole week.
+    """
+    monkeypatch.setattr(generate_module, "MAX_CHUNK", 300)
+    plan = Plan(decisions=2_000, weeks=1, seed=5)
+    parts = [c for c in chunks(plan) if c.spec == plan.knobs.types[0]]
+    assert len(parts) > 1
+    assert {c.part for c in parts} == set(range(len(parts)))
+    counts = generate(open_root(str(tmp_path)), plan)
+    files = sorted((tmp_path / "proposals").rglob("*.parquet"))
+    proposals = pa.concat_tables(pq.read_table(f) for f in files)
+    assert proposals.num_rows == counts["proposals"] == sum(c.n for c in chunks(plan))
+    ids = [int(i[2:]) for i in proposals["decision_id"].to_pylist()]
+    assert sorted(ids) == list(range(len(ids)))
+    last = parts[-1]
+    in_last = [t.date() for i, t in zip(ids, proposals["received_at"].to_pylist(), strict=True)
+               if last.first_id <= i < last.first_id + last.n]
+    assert len(in_last) == last.n
+    assert len(set(in_last)) == 7
 
 
 def test_known_properties_of_the_generated_records(records: Records) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import random
 import signal
@@ -288,6 +289,17 @@ async def test_relay_process_is_restarted_when_it_dies(scorer_url: str, tmp_path
     assert proxy.proc.pid != first
     assert "shadow_proxy_restarts_total 1.0" in text
     assert {r["decision_id"] for r in read_rows(tmp_path / "records", "proposals")} == {"t-r"}
+
+
+@pytest.mark.parametrize("mode", ["process", "in_process"])
+async def test_the_relay_on_the_sidecars_loop_says_so_at_start(
+        mode: str, scorer_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``SHADOW_PROXY_PROCESS=false`` is for tests and low rates: starting that way logs a warning naming it."""
+    with caplog.at_level(logging.WARNING, logger="shadow.proxy.supervisor"):
+        async with proxy_stack(tmp_path, scorer_url, mode):
+            pass
+    events = [getattr(r, "fields", {}).get("event") for r in caplog.records if r.levelno == logging.WARNING]
+    assert events.count("relay_in_process") == (1 if mode == "in_process" else 0)
 
 
 def test_upstream_url_with_a_path_is_refused() -> None:
