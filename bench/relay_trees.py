@@ -17,6 +17,7 @@ the trees must match it). Trees older than the ``semif_shadow`` entry layer star
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -43,7 +44,10 @@ def _tree_start(tree: Path) -> Starter:
         if args and str(args[0]).endswith("semif-shadow"):
             args = [stack_mod.PY, "-P", "-c",
                     f"import sys; from {entry} import main; sys.argv[0] = 'semif-shadow'; main()", *args[1:]]
-            env = {**(env or {}), "PYTHONPATH": str(tree)}
+            env = {**os.environ, **(env or {}), "PYTHONPATH": str(tree)}
+            # In the tree's folder: older relays start as ``python -m``, importing from the working folder.
+            return subprocess.Popen(args, cwd=tree, env=env,  # noqa: S603  (our own commands)
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return _start(args, env)
     return start
 

@@ -78,7 +78,7 @@ def scrape(api: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for line in text.splitlines():
         match = COUNTER.match(line)
-        if match is None:
+        if match is None or match.group(1).endswith("_created"):  # a counter's creation time, not a count
             continue
         name, labels, value = match.group(1), match.group(2) or "", float(match.group(3))
         reason = re.search(r'reason="([^"]*)"', labels)
