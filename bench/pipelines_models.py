@@ -6,6 +6,10 @@ process (user + system, every DuckDB thread), its RSS and peak RSS, and the memo
 holds. Imports are a step of their own. Rows are in build order; the last line is the whole process.
 
     .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd
+
+To measure a variant of the SQL without editing the package: `--models DIR` builds `DIR/<model>.sql` in
+place of each model of that name, and `--after latency=int_decisions` builds `latency` right after
+`int_decisions` (docs/performance.md, "Pipelines", measures two such variants).
 """
 
 from __future__ import annotations
@@ -15,11 +19,16 @@ import resource
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.pipelines import AS_OF, SINCE, UNTIL
+
+if TYPE_CHECKING:
+    from pipelines.sqlmodels import Model
 
 
 def cpu_seconds() -> float:
@@ -38,12 +47,31 @@ def rss_mib() -> tuple[int, int]:
     return current, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
+def variant(models: list[Model], folder: Path | None, moves: list[str]) -> list[Model]:
+    """The models, ``folder/<name>.sql`` in place of their SQL, each ``MODEL=OTHER`` moved after OTHER."""
+    if folder is not None:
+        models = [
+            replace(m, sql=(folder / f"{m.name}.sql").read_text(encoding="utf-8").strip())
+            if (folder / f"{m.name}.sql").exists() else m
+            for m in models
+        ]
+    for move in moves:
+        name, _, after = move.partition("=")
+        moved = next(m for m in models if m.name == name)
+        models.remove(moved)
+        models.insert(next(i for i, m in enumerate(models) if m.name == after) + 1, moved)
+    return models
+
+
 def main() -> None:
     """Run the job once and print one row per step."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("root", type=Path, help="a records folder made by bench/pipelines.py")
+    parser.add_argument("--models", type=Path, help="a folder of <model>.sql files replacing those models")
+    parser.add_argument("--after", action="append", default=[], metavar="MODEL=OTHER",
+                        help="build MODEL right after OTHER (repeatable)")
     args = parser.parse_args()
     began_wall, began_cpu = time.perf_counter(), cpu_seconds()
     import datetime as dt  # noqa: PLC0415  (the imports are measured as a step)
@@ -76,7 +104,8 @@ def main() -> None:
     runner.bind_config(con, settings, span, load_prices(settings.prices_file))
     files = register_window(con, open_root(str(args.root)), span.read_start, span.read_end, span.as_of)
     step("(connect, register)")
-    runner.build(con, load_models(), lambda model: step(model.name), files)
+    models = variant(load_models(), args.models, args.after)
+    runner.build(con, models, lambda model: step(model.name), files)
     runner.check_segments(con)
     with tempfile.TemporaryDirectory() as out:
         runner.write_job_marts(con, Path(out), span, step)
