@@ -127,10 +127,11 @@ def reliability(marts: Marts, decision_type: str) -> Chart:
 def ece(marts: Marts, decision_type: str) -> Chart:
     """Debiased ECE with its interval over weeks; the alert line is the reference weeks' highest bound."""
     cal = _type(marts["calibration"], decision_type)
+    if "one_hot_excluded" not in cal:  # marts of a pipelines version before one-hot rows were left out
+        cal["one_hot_excluded"] = 0
     drift = _type(marts["drift"], decision_type)[["week", CANDIDATE, "reference_ece_high", "ece_alert"]]
-    table = cal[["week", CANDIDATE, "labelled", "ece_debiased", "ece_low", "ece_high"]].merge(
-        drift, on=["week", CANDIDATE], how="left"
-    )
+    columns = ["week", CANDIDATE, "labelled", "one_hot_excluded", "ece_debiased", "ece_low", "ece_high"]
+    table = cal[columns].merge(drift, on=["week", CANDIDATE], how="left")
     base = alt.Chart(table).encode(
         x="week:O", color=alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom"))
     )
@@ -139,11 +140,14 @@ def ece(marts: Marts, decision_type: str) -> Chart:
         + base.mark_line(point=True).encode(y="ece_debiased:Q", tooltip=list(table.columns))
         + base.mark_tick(color="red", thickness=2).encode(y="reference_ece_high:Q")
     )
-    alerts = int(table[table["week"] == marts.week]["ece_alert"].fillna(value=False).sum())
+    week = table[table["week"] == marts.week]
+    alerts = int(week["ece_alert"].fillna(value=False).sum())
+    one_hot = int(week["one_hot_excluded"].fillna(0).sum())
+    left_out = f"; {one_hot:,} one-hot rows left out (no log-probabilities)" if one_hot else ""
     return render(
         "ece",
         "ECE over weeks (red tick: alert above)",
-        f"n = {table[table['week'] == marts.week]['labelled'].sum():,} labelled; {alerts} alert(s) this week",
+        f"n = {int(week['labelled'].sum()) - one_hot:,} labelled; {alerts} alert(s) this week{left_out}",
         chart.properties(width=WIDTH, height=HEIGHT),
         table,
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from dashboards import charts
 from dashboards.config import rules_applied
-from dashboards.evidence import gather
+from dashboards.evidence import calibration_of, gather
 from dashboards.marts import identity_of
 from dashboards.verdict import decide
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from dashboards.config import ReviewConfig
+    from dashboards.evidence import Calibration
     from dashboards.marts import Marts
     from dashboards.policies import Replayed
     from dashboards.rendering import Chart
@@ -56,6 +57,8 @@ class Section:
     """The identities scored in the week (one grouping key each)."""
     changes: pd.DataFrame
     """Identity changes in the week, one row per changed field."""
+    calibration: dict[str, Calibration]
+    """Each candidate's calibration in the week (the ECE, and the one-hot rows it leaves out)."""
 
     def changed(self, candidate: str) -> list[str]:
         """Lines saying how ``candidate``'s identity changed this week (it is the old or the new one)."""
@@ -91,11 +94,12 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
     replayed = {p.key: p for p in policies}
     sections = []
     for decision_type in marts.decision_types():
+        candidates = marts.candidates(decision_type)
         verdicts = {
             c: decide(
                 gather(marts, decision_type, c, config.min_coverage, replayed.get((decision_type, c))), config
             )
-            for c in marts.candidates(decision_type)
+            for c in candidates
         }
         sections.append(
             Section(
@@ -104,6 +108,7 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
                 [build(marts, decision_type) for build in charts.BUILDERS],
                 marts.identities(decision_type),
                 marts.identity_changes(decision_type),
+                {c: calibration_of(marts, decision_type, c) for c in candidates},
             )
         )
     return Review(marts.week, marts.source, config, sections)
@@ -150,7 +155,8 @@ def _verdicts(section: Section) -> str:
             f"<div class='candidate'><h3><span class='verdict {v.decision}'>{v.decision}</span> "
             f"{html.escape(ident.label)}</h3><p>identity: model {html.escape(ident.model_name)}, sha256 "
             f"{html.escape(ident.sha256_prefix)}…, quantization {html.escape(ident.quantization)} "
-            f"(key <code>{html.escape(candidate)}</code>)</p><ul>{reasons}</ul>"
+            f"(key <code>{html.escape(candidate)}</code>)</p><p class='calibration'>"
+            f"{html.escape(section.calibration[candidate].describe())}</p><ul>{reasons}</ul>"
             f"<details><summary>checks applied</summary><table>{checks}</table></details></div>"
         )
     return "".join(rows)
@@ -188,14 +194,19 @@ def to_html(result: Review) -> str:
 
 
 def to_markdown(result: Review) -> str:
-    """A short summary for a ticket or chat message: one line per decision type and candidate."""
+    """A short summary for a ticket or chat message: one line per decision type and candidate.
+
+    Each line: the verdict, its first reason, and the candidate's calibration (the ECE, and how many
+    one-hot rows it leaves out).
+    """
     lines = [f"# Rollout review {result.week}", ""]
     for s in result.sections:
         lines += [f"- identity change in {s.decision_type}: {line}" for line in s.changed("")]
         for candidate, v in s.verdicts.items():
+            more = f" (+{len(v.reasons) - 1} more)" if len(v.reasons) > 1 else ""
             lines.append(
                 f"- **{s.decision_type}** · {identity_of(candidate).label}: **{v.decision.upper()}**"
-                f" — {v.reasons[0]}" + (f" (+{len(v.reasons) - 1} more)" if len(v.reasons) > 1 else "")
+                f" — {v.reasons[0]}{more} · {s.calibration[candidate].describe()}"
             )
     lines += [
         "",

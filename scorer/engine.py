@@ -43,6 +43,21 @@ PREFIX_SEQ = 0  # the sequence that holds the shared prefix (and the cached stat
 PAD_SEQ_FROM_END = 1  # the batch-invariant mode's pad tokens live in the last sequence (never a branch's)
 
 
+def runtime_config(settings: ScorerSettings) -> RuntimeConfig:
+    """The llama.cpp context of an engine with ``settings`` (the model file resolved)."""
+    return RuntimeConfig(
+        model_path=resolve_model_path(settings.model_path),
+        n_ctx=settings.n_ctx,
+        n_batch=settings.n_batch,
+        n_threads=settings.n_threads,
+        n_gpu_layers=settings.n_gpu_layers,
+        kv_type=settings.kv_type,
+        flash_attn=settings.flash_attn,
+        n_seq_max=min(256, settings.n_batch),  # sequence 0 the prefix, the last the pads: 254 branches
+        repack=not settings.batch_invariant,
+    )
+
+
 @dataclass(slots=True)
 class EngineStats:
     """Counters for metrics: decisions scored and tokens computed vs reused from the cache."""
@@ -90,20 +105,7 @@ class Engine:
     @classmethod
     def from_settings(cls, settings: ScorerSettings) -> Engine:
         """Resolve the model file, load it and build an engine."""
-        rt = LlamaRuntime(
-            RuntimeConfig(
-                model_path=resolve_model_path(settings.model_path),
-                n_ctx=settings.n_ctx,
-                n_batch=settings.n_batch,
-                n_threads=settings.n_threads,
-                n_gpu_layers=settings.n_gpu_layers,
-                kv_type=settings.kv_type,
-                flash_attn=settings.flash_attn,
-                n_seq_max=min(256, settings.n_batch),
-                repack=not settings.batch_invariant,
-            )
-        )
-        return cls(rt, settings)
+        return cls(LlamaRuntime(runtime_config(settings)), settings)
 
     def close(self) -> None:
         """Free the llama.cpp model and context."""
@@ -272,12 +274,13 @@ class Engine:
         free_cells = self.rt.n_ctx - self.layout.used
         pads = self.layout.align - 1  # at most, before each branch
         budget = min(cfg.n_batch, free_cells) - self.layout.closing
+        max_branches = cfg.n_seq_max - 2  # sequence 0 holds the prefix, the last one the pads
         groups: list[list[int]] = []
         current: list[int] = []
         used = 0
         for i in multi:
             need = len(seg.options[i]) - 1 + pads
-            if current and (used + need > budget or len(current) >= cfg.n_seq_max - 2):
+            if current and (used + need > budget or len(current) >= max_branches):
                 groups.append(current)
                 current, used = [], 0
             current.append(i)

@@ -43,14 +43,10 @@ def records_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return records
 
 
-@pytest.fixture(scope="session")
-def marts_dir(records_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every mart over 2026-W44..W48 of the generated records."""
-    records, out = records_dir, tmp_path_factory.mktemp("marts")
+def run_marts(records: Path, out: Path, first: str, last: str) -> Path:
+    """Every mart of ``records`` over the weeks ``first..last``, written under ``out``."""
     settings = PipelineSettings()
-    span = window(
-        "2026-W44", WEEK, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days)
-    )
+    span = window(first, last, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
     con = runner.connect(settings)
     try:
         job = runner.Job(settings, open_root(str(records)), span, load_prices(settings.prices_file), out)
@@ -58,6 +54,12 @@ def marts_dir(records_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     finally:
         con.close()
     return out
+
+
+@pytest.fixture(scope="session")
+def marts_dir(records_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every mart over 2026-W44..W48 of the generated records."""
+    return run_marts(records_dir, tmp_path_factory.mktemp("marts"), "2026-W44", WEEK)
 
 
 @pytest.fixture(scope="session")
