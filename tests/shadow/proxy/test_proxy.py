@@ -294,7 +294,7 @@ async def test_relay_process_is_restarted_when_it_dies(scorer_url: str, tmp_path
 @pytest.mark.parametrize("mode", ["process", "in_process"])
 async def test_the_relay_on_the_sidecars_loop_says_so_at_start(
         mode: str, scorer_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """``SHADOW_PROXY_PROCESS=false`` is for tests and low rates: starting that way logs a warning naming it."""
+    """``SHADOW_PROXY_PROCESS=false`` is for tests and low rates: starting that way logs a warning."""
     with caplog.at_level(logging.WARNING, logger="shadow.proxy.supervisor"):
         async with proxy_stack(tmp_path, scorer_url, mode):
             pass
