@@ -8,8 +8,9 @@ amplifies to ~1 nat (docs/performance.md, "Cross-request batching"). So a decisi
 what shared its decode calls.
 
 The softmax over those cells sums them in blocks of 8 cells (a float sum per block, then a double sum
-over blocks), so a block must also hold the same visible cells alone and in a batch: a lane's residue is
-not enough, the block boundaries must fall at the same places in the decision's own cells.
+over blocks: `ggml_vec_soft_max_f32`'s AVX2 code), so a block must also hold the same visible cells alone
+and in a batch: keeping each cell's residue is not enough (read in the code, not measured apart), the
+block boundaries must fall at the same places among the decision's own cells.
 
 `Layout` with ``align`` 8 starts segments on a cell that is a multiple of 8 (`start_segment`: throwaway
 pad tokens in sequence ``pad_seq`` before it): the end of the static segment, and each decision's block

@@ -7,10 +7,11 @@ batches of every size up to the server's default limit (16) mixed with another d
 through the server with further requests arriving while a batch is being scored. Every logit must equal
 its solo value within 1e-6 (they are in fact the same bits).
 
-Deliberate breaks seen failing (docs/development.md): `MIN_OUTPUTS = 1` in `scorer/cells.py`
-(`test_single_token_options_alone_and_eight_in_one_call`); no pads before a block in a shared call
-(`layout.start_segment` left out of `merged.score`: `test_eight_decisions_of_one_type_in_one_call`);
-`repack=True` in `Engine.from_settings` (the engine refuses to start in this mode).
+Deliberate breaks seen failing (docs/development.md): no pads before a block in a shared call
+(`layout.start_segment` left out of `merged.score`: `test_eight_decisions_of_one_type_in_one_call`, 0.268
+nats); `repack=True` in `Engine.from_settings` (the engine refuses to start in this mode). Not caught since
+one call holds a decision's suffix and options: `MIN_OUTPUTS = 1` (these decisions ask for 8 or more
+logits rows of their own, and the one-token ones below came out exact without pad rows too).
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def test_eight_decisions_of_one_type_in_one_call(invariant: Engine, solo: dict[s
 def test_single_token_options_alone_and_eight_in_one_call(invariant: Engine) -> None:
     """A decision whose options are one token each asks for one logits row alone, eight beside 7 others.
 
-    Every call asks for at least 8 rows (pad rows) so both meet the same kernel.
+    Every call asks for at least 8 rows (pad rows) so both meet the same kernel; these eight were exact
+    without the pad rows too (`MIN_OUTPUTS = 1`), so this pins the case rather than the rule.
     """
     pool = [ScoreRequest.model_validate(_body("refund", i, t)) for i, t in enumerate(TICKETS)]
     segs = [invariant.prepare(r.question, [o.text for o in r.options], r.state_text()).seg for r in pool]
