@@ -21,7 +21,7 @@ import numpy as np
 from scorer.runtime import Token
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from scorer.cells import Layout
     from scorer.runtime import LlamaRuntime
@@ -42,8 +42,16 @@ def fits(rt: LlamaRuntime, segs: Sequence[Segmented], layout: Layout) -> bool:
     )
 
 
-def plan(rt: LlamaRuntime, layout: Layout, segs: dict[int, Segmented]) -> list[list[int]]:
-    """The calls for ``segs`` (by key): grouped by static prefix, first come first, packed while they fit."""
+def plan(
+    rt: LlamaRuntime,
+    layout: Layout,
+    segs: dict[int, Segmented],
+    fits: Callable[[LlamaRuntime, Sequence[Segmented], Layout], bool] = fits,
+) -> list[list[int]]:
+    """The calls for ``segs`` (by key): grouped by static prefix, first come first, packed while they fit.
+
+    ``fits`` says whether decisions can share calls: this module's `fits`, or `scorer.merged.fits`.
+    """
     groups: dict[tuple[int, ...], list[int]] = {}
     for key, seg in segs.items():
         groups.setdefault(seg.static, []).append(key)

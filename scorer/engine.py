@@ -7,7 +7,8 @@ Per decision (`Engine.score`):
               else decode it; then decode the per-decision suffix (logits of its last token only)
     options   first tokens read off the suffix's last logits (single-token options cost nothing
               more); longer options are branched as sequences sharing the prefix's cells and decoded
-              together (`batch_options`) or one at a time
+              together (`batch_options`) or one at a time. The batch-invariant mode decodes the suffix
+              and the branches in one call (`scorer.merged`)
     respond   normalize, softmax, and pin the prompt and model identity (`scorer.respond`)
 
 The engine is not thread-safe by design: one llama.cpp context, used by one caller at a time (the
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scorer import crossbatch, prompt
+from scorer import crossbatch, merged, prompt
 from scorer.cells import CELL_ALIGN, Layout
 from scorer.identity import ModelIdentity, describe
 from scorer.model_files import resolve_model_path
@@ -87,7 +88,8 @@ class Engine:
             raise ValueError("the batch-invariant mode needs the runtime built with repack=False")
         pad_seq = rt.config.n_seq_max - PAD_SEQ_FROM_END
         self.layout = Layout(CELL_ALIGN if self.invariant else 1, pad_seq=pad_seq)
-        self.segmentation = "static|suffix|" + ("options-batched" if self.batch_options else "options-single")
+        options = "options-batched" if self.batch_options else "options-single"
+        self.segmentation = "static|suffix+options" if self.invariant else f"static|suffix|{options}"
         self.identity: ModelIdentity = describe(
             rt,
             segmentation=self.segmentation,
@@ -170,7 +172,8 @@ class Engine:
                     baselines[k] = self._content_free_logits(r.question, texts) if pmi else None
                 except Exception as exc:  # noqa: BLE001  (handed to that caller alone)
                     out[k] = exc
-            for call in crossbatch.plan(self.rt, self.layout, {k: p.seg for k, p in prepared.items()}):
+            fits = merged.fits if self.invariant else crossbatch.fits
+            for call in crossbatch.plan(self.rt, self.layout, {k: p.seg for k, p in prepared.items()}, fits):
                 try:
                     scored = self._score_call([prepared[k] for k in call])
                 except Exception as exc:  # noqa: BLE001  (the call's decisions get the error)
@@ -197,9 +200,14 @@ class Engine:
         """Decisions sharing one static prefix, in shared decode calls (one decision: the solo path)."""
         if len(prepared) == 1:
             return [self.score_prepared(prepared[0])]
+        return self._score_shared(prepared)
+
+    def _score_shared(self, prepared: Sequence[Prepared]) -> list[Scored]:
+        """Decisions with one static prefix in shared calls: one call in the invariant mode (`merged`)."""
         segs = [p.seg for p in prepared]
         cached = self._load_static(segs[0])
-        all_logits, computed = crossbatch.score_branches(self.rt, segs, self.layout)
+        shared = merged.score if self.invariant else crossbatch.score_branches
+        all_logits, computed = shared(self.rt, segs, self.layout)
         self.stats.tokens_computed += computed
         self.stats.decisions += len(segs)
         self._keep_static(segs[0], max(len(s.prefix) + max(map(len, s.options)) for s in segs))
@@ -212,6 +220,8 @@ class Engine:
     def score_prepared(self, prepared: Prepared) -> Scored:
         """Decode the segments and return each option's summed log-probability."""
         seg = prepared.seg
+        if self.invariant and merged.fits(self.rt, [seg], self.layout):
+            return self._score_shared([prepared])[0]
         cached, last = self._load_prefix(seg)
         first = self.rt.log_softmax_at(last, [o[0] for o in seg.options])
         logits = first.copy()
@@ -263,7 +273,9 @@ class Engine:
                 for k, tok in enumerate(chunk)
             )
             index = len(batch) - 1
-            self.layout.placed(batch)
+            if last and not logits_last:  # the static segment: the next one starts on an aligned cell
+                self.layout.start_segment(batch)
+            self.layout.placed(batch, compared=logits_last)
             self.rt.decode(batch)
             lo += len(chunk)
         return index  # the batch index of the segment's last token, in the last call

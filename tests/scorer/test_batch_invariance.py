@@ -1,14 +1,17 @@
 """The batch-invariant mode: a decision's logits do not depend on what shares its decode calls.
 
-`SCORER_BATCH_INVARIANT=true` turns off llama.cpp's repacked CPU kernels and starts every segment on a KV
-cell that is a multiple of 8 (`scorer.cells`). Each decision below is scored alone first; then in
-cross-request batches of every size up to the server's default limit (16) mixed with another decision
-type, and through the server with further requests arriving while a batch is being scored. Every logit
-must equal its solo value within 1e-6 (they are in fact the same bits).
+`SCORER_BATCH_INVARIANT=true` turns off llama.cpp's repacked CPU kernels and scores each decision's
+suffix and option branches in one call, each decision's tokens starting on a KV cell that is a multiple
+of 8 (`scorer.merged`, `scorer.cells`). Each decision below is scored alone first; then in cross-request
+batches of every size up to the server's default limit (16) mixed with another decision type, and
+through the server with further requests arriving while a batch is being scored. Every logit must equal
+its solo value within 1e-6 (they are in fact the same bits).
 
-Deliberate breaks seen failing (docs/development.md): `MIN_OUTPUTS = 1` in `scorer/cells.py`
-(`test_eight_decisions_of_one_type_in_one_call`: 1.56e-3 nats); `repack=True` in `Engine.from_settings`
-(the engine refuses to start in this mode).
+Deliberate breaks seen failing (docs/development.md): no pads before a block in a shared call
+(`layout.start_segment` left out of `merged.score`: `test_eight_decisions_of_one_type_in_one_call`, 0.268
+nats); `repack=True` in `Engine.from_settings` (the engine refuses to start in this mode). Not caught since
+one call holds a decision's suffix and options: `MIN_OUTPUTS = 1` (these decisions ask for 8 or more
+logits rows of their own, and the one-token ones below came out exact without pad rows too).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 import pytest
 
 from contracts.semif import ScoreRequest, ScoreResponse
+from scorer import merged
 from scorer.engine import Engine
 from scorer.server.app import init_app
 from scorer.settings import ScorerSettings
@@ -51,14 +55,17 @@ ROUTE = [  # single- and multi-token options, two sharing their first token
     ("shipping", "Shipping and delivery"),
 ]
 PRIORITY = [("p1", "urgent: the customer is blocked"), ("p2", "high"), ("p3", "normal, within a week")]
+YES_NO = [("yes", "yes"), ("no", "no")]  # one token each: a decision alone asks for one logits row
 LIMIT = ScorerSettings.model_fields["cross_batch_max"].default
 TOLERANCE = 1e-6
 
 
 def _body(kind: str, i: int, ticket: str, normalization: str = "none") -> dict[str, Any]:
-    question, options = ("Which team should handle this ticket?", ROUTE)
-    if kind == "priority":
-        question, options = "How urgent is it?", PRIORITY
+    question, options = {
+        "route": ("Which team should handle this ticket?", ROUTE),
+        "priority": ("How urgent is it?", PRIORITY),
+        "refund": ("Does the customer ask for money back?", YES_NO),
+    }[kind]
     return {
         "decision_id": f"{kind}-{i}",
         "decision_type": kind,
@@ -131,14 +138,43 @@ def test_batches_mixing_two_types_give_the_solo_logits(
 
 
 def test_eight_decisions_of_one_type_in_one_call(invariant: Engine, solo: dict[str, np.ndarray]) -> None:
-    """The case that found the output-row threshold: 8 decisions of one type, in either order, exact.
+    """Eight decisions of one type in one call, in either order: exact.
 
-    Before every call asked for at least 8 logits rows, `priority-7` moved by 1.56e-3 nats here (its
-    suffix's logits row went through another kernel beside 7 others than alone).
+    The case that found the output-row threshold in the first layout (a suffix call of its own): before
+    every call asked for at least 8 logits rows, `priority-7` moved by 1.56e-3 nats here.
     """
     pool = [ScoreRequest.model_validate(b) for b in _pool() if b["decision_type"] == "priority"]
     for picked in (pool, pool[::-1]):
         assert _worst(invariant.score_many(picked), solo) <= TOLERANCE
+
+
+def test_single_token_options_alone_and_eight_in_one_call(invariant: Engine) -> None:
+    """A decision whose options are one token each asks for one logits row alone, eight beside 7 others.
+
+    Every call asks for at least 8 rows (pad rows) so both meet the same kernel; these eight were exact
+    without the pad rows too (`MIN_OUTPUTS = 1`), so this pins the case rather than the rule.
+    """
+    pool = [ScoreRequest.model_validate(_body("refund", i, t)) for i, t in enumerate(TICKETS)]
+    segs = [invariant.prepare(r.question, [o.text for o in r.options], r.state_text()).seg for r in pool]
+    assert all(len(o) == 1 for s in segs for o in s.options)
+    alone = {r.decision_id: _logits(invariant.score(r)) for r in pool}
+    assert _worst(invariant.score_many(pool), alone) <= TOLERANCE
+
+
+def test_a_decision_too_large_for_one_call_is_scored_alone_the_same(
+    invariant: Engine, solo: dict[str, np.ndarray]
+) -> None:
+    """A state too long for one merged call: that decision takes calls of its own, in a batch or not."""
+    big = [ScoreRequest.model_validate(_body("route", 50 + i, text * 110))
+           for i, text in enumerate(("My invoice is wrong. ", "The app keeps crashing. "))]
+    for r in big:
+        seg = invariant.prepare(r.question, [o.text for o in r.options], r.state_text()).seg
+        assert not merged.fits(invariant.rt, [seg], invariant.layout)
+    alone = {r.decision_id: _logits(invariant.score(r)) for r in big}
+    route = ScoreRequest.model_validate(_pool()[0])
+    responses = invariant.score_many([big[0], route, big[1]])
+    assert _worst([responses[0], responses[2]], alone) <= TOLERANCE
+    assert _worst([responses[1]], solo) <= TOLERANCE
 
 
 def test_scores_alone_do_not_depend_on_what_came_before(
