@@ -11,8 +11,7 @@ Per decision (`Engine.score`):
               and the branches in one call (`scorer.merged`)
     respond   normalize, softmax, and pin the prompt and model identity (`scorer.respond`)
 
-The engine is not thread-safe by design: one llama.cpp context, used by one caller at a time (the
-server serializes around it); a lock guards against misuse.
+Not thread-safe by design: one llama.cpp context, one caller at a time (the server serializes), locked.
 """
 
 from __future__ import annotations
