@@ -22,6 +22,7 @@ logit change of the batched scores against the same decisions scored alone (0: i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -36,8 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.workloads import clinc_routing
 from contracts.semif import ScoreRequest, parse_request
 from scorer.cells import CELL_ALIGN, Layout
-from scorer.engine import Engine
-from scorer.model_files import resolve_model_path
+from scorer.engine import Engine, runtime_config
 from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
 from scorer.settings import ScorerSettings
 
@@ -89,8 +89,7 @@ def make(  # noqa: PLR0913  (one keyword per thing a variant changes)
 ) -> Engine:
     """An engine on a counting runtime: the real mode (``invariant``) or a layout on other kernels."""
     settings = ScorerSettings(n_threads=threads, batch_invariant=invariant)
-    rt = CountingRuntime(RuntimeConfig(model_path=resolve_model_path(None), n_ctx=settings.n_ctx,
-                                       n_batch=settings.n_batch, n_threads=threads, repack=repack))
+    rt = CountingRuntime(dataclasses.replace(runtime_config(settings), repack=repack))  # the engine's context
     engine = Engine(rt, settings)
     if align > 1:  # a measurement's variant: another mode's layout (and calls, ``merged``) on these kernels
         engine.invariant = merged
