@@ -19,7 +19,7 @@ WHEEL_CACHE := $(HOME)/.cache/semif-shadow/wheels/llama-cpp-python-$(LLAMA_VERSI
 BUILD_LOG   := $(VENV)/llama-build.log
 HEARTBEAT_S := 20
 
-.PHONY: demo test lint pytest bench clean-venv system-packages
+.PHONY: demo test lint pytest bench clean-venv system-packages s3a-connector
 
 # Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool), curl
 # (the docs' runnable blocks) and a Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py).
@@ -64,9 +64,26 @@ lint: $(STAMP)
 # Tests that start a JVM or the whole demo fork from the pytest process (pyspark and the demo pass a
 # preexec_fn, so Python cannot use vfork); by then the main run's process is large enough that the
 # kernel refuses the fork (ENOMEM). They run in a second, small pytest process.
-pytest: $(STAMP)
+pytest: $(STAMP) s3a-connector
 	$(BIN)/pytest -m "not own_process"
-	$(BIN)/pytest -m own_process
+	SEMIF_S3A_JARS=$(S3A_JARS) $(BIN)/pytest -m own_process
+
+# Hadoop's S3A connector (hadoop-aws 3.3.1 and its AWS SDK bundle, two jars), for the Spark engine's s3://
+# test only (tests/pipelines/test_spark_s3.py): taken once, hash-checked, out of a PyPI sdist that ships them
+# (tests/pipelines/s3a-connector.txt says why) and kept outside the checkout, like the llama.cpp wheel.
+S3A_JARS := $(HOME)/.cache/semif-shadow/s3a-connector
+S3A_SDIST_JARS := sagemaker_pyspark-1.4.5/deps/jars
+
+s3a-connector: $(STAMP)
+	test -f $(S3A_JARS)/.complete || { \
+	  echo "Fetching Hadoop's S3A connector for the Spark s3:// test once (181 MB from PyPI)"; \
+	  rm -rf $(S3A_JARS).tmp && mkdir -p $(S3A_JARS).tmp && \
+	  $(BIN)/pip download --quiet --no-deps --require-hashes \
+	    -r tests/pipelines/s3a-connector.txt -d $(S3A_JARS).tmp && \
+	  tar -xzf $(S3A_JARS).tmp/sagemaker_pyspark-1.4.5.tar.gz -C $(S3A_JARS).tmp --strip-components=3 \
+	    $(S3A_SDIST_JARS)/hadoop-aws-3.3.1.jar $(S3A_SDIST_JARS)/aws-java-sdk-bundle-1.11.901.jar && \
+	  rm $(S3A_JARS).tmp/sagemaker_pyspark-1.4.5.tar.gz && touch $(S3A_JARS).tmp/.complete && \
+	  rm -rf $(S3A_JARS) && mv $(S3A_JARS).tmp $(S3A_JARS); }
 
 test: lint pytest
 

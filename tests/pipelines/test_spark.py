@@ -10,14 +10,12 @@ to the latest known.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import boto3
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
@@ -29,6 +27,7 @@ from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from semif_shadow.cli import main
+from tests.pipelines.marts_equal import unequal_marts
 from tests.pipelines.one_hot import add_one_hot_rows
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
@@ -56,7 +55,6 @@ PLAN = Plan(
 FIRST, LAST = "2026-W47", "2026-W49"
 AS_OF = dt.datetime(2026, 12, 9, 12, tzinfo=dt.UTC)
 """Inside W49 (Monday 2026-11-30 .. ): that week is immature, its late outcomes not yet known."""
-RELATIVE = 1e-9
 
 
 @pytest.fixture(scope="session")
@@ -108,31 +106,6 @@ def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> En
     return Engines(outs[0], outs[1], ran[1].output)
 
 
-def sorted_rows(path: Path) -> pa.Table:
-    """A mart file's rows in a total order (``as_of`` and ``mature`` kept: both engines write them)."""
-    rows = pq.read_table(path)  # noqa: F841  (read by the query, by name)
-    return duckdb.sql("select * from rows order by all").to_arrow_table()
-
-
-def differences(left: pa.Table, right: pa.Table) -> list[str]:
-    """Where two tables differ: row counts, exact values, floats beyond ``RELATIVE``."""
-    if left.schema != right.schema:
-        return [f"schema {left.schema} != {right.schema}"]
-    if left.num_rows != right.num_rows:
-        return [f"{left.num_rows} rows != {right.num_rows} rows"]
-    found = []
-    for name in left.column_names:
-        for index, (a, b) in enumerate(zip(left[name].to_pylist(), right[name].to_pylist(), strict=True)):
-            same = a == b or (
-                isinstance(a, float) and isinstance(b, float)
-                and (math.isclose(a, b, rel_tol=RELATIVE, abs_tol=0.0) or (math.isnan(a) and math.isnan(b)))
-            )
-            if not same:
-                found.append(f"{name}[{index}]: {a!r} != {b!r}")
-                break
-    return found
-
-
 def test_every_mart_is_equal_on_both_engines(engines: Engines) -> None:
     """``pipelines run --engine spark`` writes what ``--engine duckdb`` writes.
 
@@ -142,9 +115,7 @@ def test_every_mart_is_equal_on_both_engines(engines: Engines) -> None:
     files = sorted(p.relative_to(duck) for p in duck.rglob("part-0.parquet"))
     assert files == sorted(p.relative_to(spark_out) for p in spark_out.rglob("part-0.parquet"))
     assert {f.parts[0] for f in files} == set(mart_names())
-    unequal = {
-        str(f): d for f in files if (d := differences(sorted_rows(duck / f), sorted_rows(spark_out / f)))
-    }
+    unequal = unequal_marts(duck, spark_out)
     assert not unequal, unequal
     rows = sum(pq.read_metadata(duck / f).num_rows for f in files)
     assert rows > 1_000  # the comparison saw real marts (both candidates, three weeks)
