@@ -109,7 +109,8 @@ def main() -> None:
 
 def parse_args() -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blocks", type=int, nargs="+", default=[1, 4, 16],
                         help="decisions per call; the first is the baseline")
     parser.add_argument("--tokens", type=int, default=18, help="tokens of one decision's call")
