@@ -63,12 +63,15 @@ class Identity:
     quantization: str
     device: str = ""
     normalization: str = ""
+    name: str = ""
+    """The candidate's name in the catalog (``default``, ``challenger``); records v1 keys have none."""
 
     @property
     def label(self) -> str:
-        """A readable label: ``name/quantization[/device/normalization] (sha256 prefix)``."""
+        """A readable label: ``[candidate: ]model/quantization[/device/normalization] (sha256 prefix)``."""
         parts = [self.model_name, self.quantization, self.device, self.normalization]
-        return f"{'/'.join(p for p in parts if p)} ({self.sha256_prefix})"
+        named = f"{self.name}: " if self.name else ""
+        return f"{named}{'/'.join(p for p in parts if p)} ({self.sha256_prefix})"
 
 
 def identity_of(candidate: str) -> Identity:
@@ -78,9 +81,9 @@ def identity_of(candidate: str) -> Identity:
     """
     if " #" in candidate:
         head, _, sha = candidate.rpartition(" #")
-        _name, _, spec = head.partition(" ")
+        name, _, spec = head.partition(" ")
         model, quant, device, norm = ([*spec.split("/"), "", "", "", ""])[:4]
-        return Identity(candidate, model, sha, quant, device, norm)
+        return Identity(candidate, model, sha, quant, device, norm, name)
     name, _, rest = candidate.partition("@")
     sha, _, quant = rest.partition("/")
     return Identity(candidate, name, sha, quant)

@@ -117,6 +117,10 @@ def test_the_markdown_summary_has_one_line_per_type_and_candidate(generated_revi
     lines = [line for line in to_markdown(generated_review).splitlines() if line.startswith("- **")]
     assert len(lines) == sum(len(s.verdicts) for s in generated_review.sections)
     assert all(re.search(r"\*\*(GO|WAIT|REJECT)\*\*", line) for line in lines)
+    # each line names its candidate: two candidates of one model differ by more than a hash
+    named = [m.group(1) for line in lines if (m := re.match(r"- \*\*\w+\*\* · (\w+): ", line))]
+    assert len(named) == len(lines)
+    assert set(named) == {"default", "challenger"}
 
 
 def test_the_command_writes_html_and_markdown(marts_dir: Path, tmp_path: Path) -> None:
