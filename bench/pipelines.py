@@ -21,6 +21,7 @@ Peak memory is that of the largest process (the worker, or Spark's JVM, its chil
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -80,9 +81,23 @@ def spark_worker(root: Path, out: Path) -> None:
     job = runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out)
     result, _ = spark_runner.run(job, spark=spark)
     seconds = time.perf_counter() - started
-    slowest = sorted(result.seconds.items(), key=lambda kv: -kv[1])[:5]
-    print(json.dumps({"seconds": seconds, "startup": started - begun, "stages": dict(slowest)}))
+    stages = dict(sorted(result.seconds.items(), key=lambda kv: -kv[1]))
+    cpu, peak = tree_usage(os.getpid())  # the JVM and its Python workers are not reaped by this process
+    print(json.dumps({"seconds": seconds, "startup": started - begun, "stages": stages,
+                      "cpu": cpu, "peak_mib": peak}))
     spark.stop()
+
+
+def tree_usage(root_pid: int) -> tuple[float, float]:
+    """CPU seconds of the process tree under ``root_pid``, and the largest peak RSS in it (MiB)."""
+    from bench.spark_conf import tree_cpu_seconds, tree_pids  # noqa: PLC0415
+
+    peaks = [0.0]
+    for pid in tree_pids(root_pid):
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{pid}/status").read_text()
+            peaks += [int(ln.split()[1]) / 1024 for ln in status.splitlines() if ln.startswith("VmHWM:")]
+    return tree_cpu_seconds(root_pid), max(peaks)
 
 
 def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
@@ -105,8 +120,11 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
         raise SystemExit(f"{kind} run failed ({proc.returncode})")
     report = json.loads(stdout.strip().splitlines()[-1])
     if "startup" in report:
+        stages = list(report["stages"].items())
         print(f"{'':>11} spark: session start-up {report['startup']:.1f} s; slowest models (s): "
-              + ", ".join(f"{k} {v:.1f}" for k, v in report["stages"].items()), flush=True)
+              + ", ".join(f"{k} {v:.1f}" for k, v in stages[:8])
+              + f"; the other {len(stages) - 8} models {sum(v for _, v in stages[8:]):.1f}", flush=True)
+        return report["seconds"], report["cpu"], report["peak_mib"]  # the whole tree: driver, JVM, workers
     seconds = report["seconds"]
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 

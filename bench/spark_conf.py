@@ -36,10 +36,9 @@ SETTINGS: dict[str, dict[str, str]] = {
 CLOCK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(root_pid: int) -> float:
-    """User + system CPU seconds of ``root_pid`` and every live descendant (their reaped children too)."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every live process: its parent and its user + system CPU seconds (its reaped children's too)."""
+    found: dict[int, tuple[int, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -47,15 +46,26 @@ def tree_cpu_seconds(root_pid: int) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / CLOCK  # utime stime cutime cstime
+        found[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / CLOCK)
+    return found
+
+
+def tree_pids(root_pid: int, processes: dict[int, tuple[int, float]] | None = None) -> set[int]:
+    """``root_pid`` and every live descendant."""
+    processes = _processes() if processes is None else processes
     tree, frontier = {root_pid}, [root_pid]
     while frontier:
         pid = frontier.pop()
-        children = [c for c, p in parents.items() if p == pid]
+        children = [c for c, (p, _) in processes.items() if p == pid]
         tree.update(children)
         frontier.extend(children)
-    return sum(times.get(pid, 0.0) for pid in tree)
+    return tree
+
+
+def tree_cpu_seconds(root_pid: int) -> float:
+    """User + system CPU seconds of ``root_pid`` and every live descendant (their reaped children too)."""
+    processes = _processes()
+    return sum(processes[pid][1] for pid in tree_pids(root_pid, processes) if pid in processes)
 
 
 def worker(setting: str, root: Path, out: Path) -> None:
