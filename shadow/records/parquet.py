@@ -19,19 +19,14 @@ import pyarrow.parquet as pq
 
 from contracts.records import COMPRESSION, FORMAT_KEY, FORMAT_VALUE
 from shadow.records import rows as rowlib
-from shadow.records.segment_files import (
-    DROP,
-    OUTCOME,
-    PROPOSAL,
-    SegmentRead,
-    fsync_dir,
-    read_segment,
-    segment_seq,
-)
+from shadow.records.segment_files import DROP, OUTCOME, PROPOSAL, fsync_dir, read_payloads, segment_seq
 
 if TYPE_CHECKING:
     from pathlib import Path
 from typing import BinaryIO
+
+DATASET_KINDS = {PROPOSAL: "proposals", OUTCOME: "outcomes", DROP: "drops"}
+"""The frame kinds a roll-over publishes, and their datasets (accept marks are not published)."""
 
 
 @dataclass
@@ -46,17 +41,6 @@ class Published:
     def bytes(self) -> int:
         """Total size of the files written."""
         return sum(p.stat().st_size for p in self.files)
-
-
-def segment_payloads(read: SegmentRead) -> dict[str, list[memoryview]]:
-    """The JSON payloads of a segment's proposals, outcomes and drops rows, in order (not accepts)."""
-    out: dict[str, list[memoryview]] = {"proposals": [], "outcomes": [], "drops": []}
-    names = {PROPOSAL: out["proposals"], OUTCOME: out["outcomes"], DROP: out["drops"]}
-    for kind, body in read.frames:
-        target = names.get(kind)
-        if target is not None:
-            target.append(body)
-    return out
 
 
 def _create(path: Path) -> BinaryIO:
@@ -98,20 +82,42 @@ def write_atomic(table: pa.Table, target: Path, metadata: dict[bytes, bytes] | N
 
 
 def publish_segment(segment: Path, local_root: Path, writer_id: str) -> Published:
-    """Write every row of ``segment`` into its partition's file under ``local_root``."""
-    read = read_segment(segment)
+    """Write every row of ``segment`` into its partition's file under ``local_root``.
+
+    Once the segment's tables are freed, Arrow's pool gives their memory back (`release_arrow_memory`).
+    """
+    try:
+        return _publish(segment, local_root, writer_id)
+    finally:
+        release_arrow_memory()
+
+
+def _publish(segment: Path, local_root: Path, writer_id: str) -> Published:
+    payloads, torn_bytes = read_payloads(segment, DATASET_KINDS)
     seq = segment_seq(segment)
-    result = Published(torn_bytes=read.torn_bytes)
-    for dataset, payloads in segment_payloads(read).items():
-        result.rows[dataset] = len(payloads)
-        if not payloads:
+    result = Published(torn_bytes=torn_bytes)
+    for kind, dataset in DATASET_KINDS.items():
+        read = payloads.pop(kind)  # each kind's lines are freed once its table is written
+        result.rows[dataset] = read.count
+        if not read.count:
             continue
-        table = rowlib.table_from_json(dataset, payloads)
+        table = rowlib.table_from_json(dataset, read.lines.getvalue(), read.longest)
+        del read
         for part, part_table in rowlib.partitioned(dataset, table).items():
             target = local_root / part / f"{writer_id}-{seq:016d}.parquet"
             write_atomic(part_table, target)
             result.files.append(target)
     return result
+
+
+def release_arrow_memory() -> None:
+    """Give the memory Arrow's pool freed back to the system (call it from the thread that used it).
+
+    Arrow's default pool (mimalloc, or jemalloc) keeps what a roll-over freed for its next use:
+    about the size of the segment's tables (30 MB for a 12 MB segment), held for good and counted
+    in the sidecar's RSS between roll-overs (``docs/sidecar.md``, Memory bound).
+    """
+    pa.default_memory_pool().release_unused()
 
 
 def remove_segment(segment: Path) -> None:

@@ -9,9 +9,8 @@ reject), timestamps become integer microseconds (UTC), and the store fills ``rec
 
 from __future__ import annotations
 
-import io
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from datetime import UTC, datetime
+from typing import Any, Final
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -21,13 +20,9 @@ import pyarrow.json as pajson
 from contracts.records import DEFAULT_CANDIDATE, DROPS, OUTCOMES, PROPOSALS, RECORD_VERSION
 from shadow.records.errors import InvalidRow
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
 DATASETS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES, "drops": DROPS}
 TIME_COLUMN: Final = {"proposals": "received_at", "outcomes": "outcome_at", "drops": "minute"}
-_DAY_US: Final = 86_400_000_000
-_EPOCH: Final = date(1970, 1, 1)
+_UTC_US: Final = pa.timestamp("us", tz="UTC")
 _REQUIRED: Final = {"proposals": ("decision_id", "decision_type", "received_at", "status"),
                     "outcomes": ("decision_id", "decision_type", "outcome", "outcome_at"),
                     "drops": ("decision_type", "candidate", "minute", "reason", "dropped")}
@@ -158,16 +153,17 @@ def _read_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.int64()) if pa.types.is_timestamp(f.type) else f for f in schema])
 
 
-def table_from_json(dataset: str, lines: Sequence[bytes | memoryview]) -> pa.Table:
-    """The rows of journal payloads (JSON objects from ``normalize``) as one table, in order.
+def table_from_json(dataset: str, lines: bytes | pa.Buffer, longest: int) -> pa.Table:
+    """The rows of journal payloads (JSON objects from ``normalize``, one a line) as one table, in order.
 
-    Arrow's C++ JSON reader with the explicit schema is about three times cheaper than decoding
-    each payload in Python and building columns from lists.
+    ``longest`` is the longest line's length (a row must fit in one block of the reader). Arrow's C++
+    JSON reader with the explicit schema is about three times cheaper than decoding each payload in
+    Python and building columns from lists; it reads ``lines`` in place.
     """
     schema = DATASETS[dataset]
     options = pajson.ParseOptions(explicit_schema=_read_schema(schema), unexpected_field_behavior="error")
-    block = max(1 << 20, 2 * max(map(len, lines)))  # a row must fit in one block
-    table = pajson.read_json(io.BytesIO(b"\n".join(lines)), parse_options=options,
+    block = max(1 << 20, 2 * longest)
+    table = pajson.read_json(pa.BufferReader(lines), parse_options=options,
                              read_options=pajson.ReadOptions(use_threads=False, block_size=block))
     columns = [table.column(f.name).cast(f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
@@ -176,16 +172,18 @@ def table_from_json(dataset: str, lines: Sequence[bytes | memoryview]) -> pa.Tab
 def partitioned(dataset: str, table: pa.Table) -> dict[str, pa.Table]:
     """The table split by partition folder (decision type, UTC date), rows in their order.
 
-    Days are whole microsecond-days since the epoch (integer division: records are after 1970);
-    ``strftime`` on every row cost about 1 us a row, this a few nanoseconds.
+    Arrow's casts give each row's UTC date (``strftime`` on every row cost about 1 us a row, this a few
+    nanoseconds). No Python value is converted to Arrow here (each partition's key is compared as the
+    Arrow scalars of the table's own values): pyarrow imports pandas on the first such conversion,
+    about 30 MB that the sidecar would then keep for good after its first roll-over
+    (``docs/sidecar.md``, Memory bound).
     """
-    micros = table.column(TIME_COLUMN[dataset]).cast(pa.int64())
-    days = pc.divide(micros, _DAY_US).cast(pa.string())
-    keys = pc.binary_join_element_wise(table.column("decision_type"), days, "\x00")
+    types = table.column("decision_type")
+    days = table.column(TIME_COLUMN[dataset]).cast(_UTC_US).cast(pa.date32()).cast(pa.string())
     out: dict[str, pa.Table] = {}
-    for key in pc.unique(keys).to_pylist():
-        decision_type, day = key.split("\x00")
-        date = (_EPOCH + timedelta(days=int(day))).isoformat()
-        folder = f"{dataset}/decision_type={quote(decision_type, safe='')}/date={date}"
-        out[folder] = table.filter(pc.equal(keys, key))
+    for decision_type in pc.unique(types):
+        of_type = pc.equal(types, decision_type)
+        for day in pc.unique(days.filter(of_type)):
+            folder = f"{dataset}/decision_type={quote(decision_type.as_py(), safe='')}/date={day.as_py()}"
+            out[folder] = table.filter(pc.and_(of_type, pc.equal(days, day)))
     return out
