@@ -7,7 +7,8 @@ holds. Imports are a step of their own. Rows are in build order; the last line i
 
     .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd
 
-To measure a variant of the SQL without editing the package: `--models DIR` builds `DIR/<model>.sql` in
+An older tree is timed with `PYTHONPATH=<tree>` (run from that tree). To measure a variant of the SQL
+without editing the package: `--models DIR` builds `DIR/<model>.sql` in
 place of each model of that name, and `--after latency=int_decisions` builds `latency` right after
 `int_decisions` (docs/performance.md, "Pipelines", measures two such variants).
 """
@@ -23,7 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# appended, not inserted: with PYTHONPATH=<another tree> (e.g. a `git worktree` of an older commit) that
+# tree's packages are the ones timed
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from bench.pipelines import AS_OF, SINCE, UNTIL
 
@@ -108,7 +111,13 @@ def main() -> None:
     runner.build(con, models, lambda model: step(model.name), files)
     runner.check_segments(con)
     with tempfile.TemporaryDirectory() as out:
-        runner.write_job_marts(con, Path(out), span, step)
+        if hasattr(runner, "write_job_marts"):
+            runner.write_job_marts(con, Path(out), span, step)
+        else:  # trees before the Spark engine (e.g. 7c97460) write from output.py directly
+            from pipelines.output import write_marts  # noqa: PLC0415
+
+            write_marts(con, Path(out), span)
+            step("write")
     print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")
     for name, wall, cpu, rss, peak, buffers in rows:
         print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {rss:>8} {peak:>9} {buffers:>11}")
