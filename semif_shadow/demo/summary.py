@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dashboards.marts import identity_of
 from semif_shadow.demo.catalog import CANDIDATES, DECISION_TYPE
 
 if TYPE_CHECKING:
@@ -100,8 +101,7 @@ def verdicts(review_md: str, keys: dict[str, str]) -> dict[str, str]:
     """Each candidate's verdict from the review's Markdown summary (matched by its identity label)."""
     out = {}
     for candidate, key in keys.items():
-        head, _, sha = key.rpartition(" #")
-        label = f"{head.partition(' ')[2]} ({sha})"
+        label = identity_of(key).label  # the review's own label of the key
         found = re.search(rf"\*\*{DECISION_TYPE}\*\* · {re.escape(label)}: \*\*(\w+)\*\*", review_md)
         out[candidate] = found.group(1).lower() if found else "see report"
     return out
