@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shadow.cpupressure import ALIVE_S
 from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected, ScorerTimeout
 from shadow.looplag import LoopLag
 from shadow.proposals import Decision, RowStamp, Timing, blank_row, not_scored, scored
@@ -96,11 +97,12 @@ class Dispatcher:
                 return out
             out.attempts += 1
             t0 = time.monotonic()
+            limit_s = min(spec.timeout_s, deadline - t0)
             try:
-                out.result = await cand.backend.score(request, min(spec.timeout_s, deadline - t0))
+                out.result = await cand.backend.score(request, limit_s)
             except ScorerCallError as exc:
                 self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES),
-                              starved=self._starved(cand, exc, t0))
+                              starved=self._starved(cand, exc, t0, cut=limit_s < spec.timeout_s))
                 out.status, out.reason = exc.status, exc.reason
                 pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
                 last = not exc.retryable or out.attempts >= spec.max_attempts
@@ -124,16 +126,21 @@ class Dispatcher:
             return "dropped", "circuit_open"
         return None
 
-    def _starved(self, cand: CandidateRuntime, exc: ScorerCallError, t0: float) -> str | None:
+    def _starved(self, cand: CandidateRuntime, exc: ScorerCallError, t0: float, *, cut: bool) -> str | None:
         """Why a failed call is the sidecar's or the machine's fault; None if it is the scorer's.
 
-        Only a timeout can be: ``loop_lag`` (the sidecar's loop lagged), ``cpu_pressure`` (the machine's
-        CPU was contended and the scorer answered lately, `shadow.cpupressure`).
+        Only a timeout can be: ``loop_lag`` (the sidecar's loop lagged), ``deadline_cut`` (the decision's
+        deadline left the call less than its ``timeout_s``, the time spent queued or in earlier attempts,
+        and the scorer answered lately), ``cpu_pressure`` (the machine's CPU was contended and the scorer
+        answered lately, `shadow.cpupressure`). "Lately" is within ``ALIVE_S``: a scorer that stopped
+        answering opens its breaker however its calls were cut or the machine was busy.
         """
         if not isinstance(exc, ScorerTimeout):
             return None
         if self.lag.starved(t0):
             return "loop_lag"
+        if cut and time.monotonic() - cand.breaker.last_success <= ALIVE_S:
+            return "deadline_cut"
         return "cpu_pressure" if self.lag.pressure.contended(t0, cand.breaker.last_success) else None
 
     def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool,

@@ -62,7 +62,8 @@ class Metrics:
                               registry=r)
         self.breaker_starved = Counter(
             "shadow_breaker_starved",
-            "Scorer timeouts not counted by the breaker: the sidecar's loop lagged or the CPU was contended",
+            ("Scorer timeouts not counted by the breaker: the sidecar's loop lagged, the decision's deadline"
+             " cut the call short, or the CPU was contended"),
             ["endpoint", "candidate", "reason"], registry=r)
         self.outcomes = Counter("shadow_outcomes", "Outcomes recorded", ["decision_type", "source"],
                                 registry=r)

@@ -126,3 +126,44 @@ async def test_cpu_pressure_excuses_a_timeout_only_for_a_scorer_that_answers_lat
     assert seen["scorer_timeout"] >= 3, seen
     assert (seen["circuit_open"] > 0) is opens, seen
     assert (seen["starved:cpu_pressure"] > 0) is not opens, seen
+
+
+async def _offer_at_once(url: str, prefix: str, n: int) -> None:
+    async with aiohttp.ClientSession() as session:
+        decisions = [{"decision_type": "tickets", "decision_id": f"{prefix}-{i}", "state": {"text": "x"}}
+                     for i in range(n)]
+        async with session.post(f"{url}/v1/decisions", json={"decisions": decisions}) as resp:
+            assert resp.status == 202, await resp.text()
+
+
+async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_scorer(
+        faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """Decisions that waited in the queue leave their call less than its timeout: its timeout is excused.
+
+    Four workers, a scorer that answers every call in 0.4 s, a 1 s timeout and a 1 s deadline. Of 16
+    decisions offered at once, the third wave of four starts ~0.8 s after it was offered: each call gets
+    ~0.2 s, times out, and says nothing about the scorer, which answered the two waves before. Held
+    against it (the bug seen in the quiet soak) they open the breaker and the next batch is refused
+    (``circuit_open``). Excused (``reason="deadline_cut"``), the next batch is scored like the first.
+    The machine's pressure is injected as idle (named so) so that only this rule can excuse them.
+    """
+    scorer = {"timeout_s": 1.0, "deadline_s": 1.0, "max_attempts": 1}
+    dtype = ticket_type(scorer_url, scorer=scorer, breaker=BREAKER)
+    settings = settings_for(tmp_path, write_catalog(tmp_path, {"tickets": dtype}), workers=4)
+    faults.mode, faults.delay_s = "slow", 0.4
+    async with running_sidecar(settings) as (url, app):
+        pressure = app[MIRROR].dispatcher.lag.pressure
+        pressure.read, _ = injected_share(0.0), pressure.samples.clear()
+        for wave in ("first", "second"):
+            await _offer_at_once(url, wave, 16)
+            await asyncio.sleep(1.5)  # every call of the batch has ended
+        metric = app[METRICS].breaker_starved
+        cut = int(metric.labels(scorer_url, "default", "deadline_cut")._value.get())
+    faults.release.set()
+    rows = read_rows(tmp_path / "records", "proposals")
+    seen = {wave: Counter(r["reason"] or r["status"] for r in rows if r["decision_id"].startswith(wave))
+            for wave in ("first", "second")}
+    assert seen["first"]["scorer_timeout"] >= 3, seen  # the cut calls happened
+    assert seen["second"]["circuit_open"] == 0, seen
+    assert seen["second"]["scored"] >= 4, seen
+    assert cut >= seen["first"]["scorer_timeout"], (cut, seen)
