@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shadow.proxy.held import READ_CHUNK
+from shadow.recorder import MAX_OUTCOME_WRITES
 
 if TYPE_CHECKING:
     from shadow.settings import ShadowSettings
@@ -25,6 +26,11 @@ HEAD_LIMIT = 64 * 1024
 """The framer's limit on a request or response head (``shadow.proxy.framing``)."""
 TRANSPORT_HIGH_WATER = 64 * 1024
 """asyncio's default write-buffer high-water mark: a relay transport pauses its reader past it."""
+OUTCOME_WRITE = 4 * 1024
+"""One proxy-mode outcome being written (its task, coroutine and row; ids capped at 128 and 256 chars).
+
+Measured with tracemalloc at 2.1 KiB waiting (1,024 tasks); 4 KiB leaves room for the write's own frame.
+"""
 DROP_KEYS = 4096
 """Drop-summary keys between two flushes (types x candidates x reasons x minutes), 200 bytes each."""
 
@@ -58,6 +64,7 @@ def worst_case(settings: ShadowSettings, candidates: int, connections: int | Non
         "calls in flight": calls,
         "row backlog": backlog,
         "drop summaries": DROP_KEYS * 200,
+        "outcome writes in flight": MAX_OUTCOME_WRITES * OUTCOME_WRITE,
         "journal buffer": records.buffer_bytes,
         "roll-over (segment read, Arrow table, Parquet)": 3 * records.roll_bytes,
         "hand-off read (one exchange at a time)": 2 * settings.mirror_max_bytes * PARSED_FACTOR,
