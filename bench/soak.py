@@ -225,7 +225,8 @@ def mirror_phase(workdir: Path, name: str, ports: dict[str, int], args: argparse
             "rss_series": sampler.samples,
             "relay_handoff_full": after.get("shadow_proxy_unmirrored:handoff_full", 0.0),
             "shed": after.get("shadow_shed", 0.0),
-            "breaker_starved": sum(v for k, v in after.items() if k.startswith("shadow_breaker_starved")),
+            "breaker_starved": {k.split(":", 1)[1]: v for k, v in after.items()
+                                if k.startswith("shadow_breaker_starved:")},
             "circuit_open": after.get("shadow_dropped:circuit_open", 0.0)}
 
 
@@ -257,6 +258,13 @@ def med(runs: list[dict[str, Any]], *path: str, index: int | None = None) -> flo
     return statistics.median(values)
 
 
+def starved(by_reason: dict[str, float]) -> str:
+    """Scorer timeouts the breaker excused, in all and per reason (``loop_lag``, ``deadline_cut``, ...)."""
+    total = sum(by_reason.values())
+    parts = ", ".join(f"{reason} {n:.0f}" for reason, n in sorted(by_reason.items()) if n)
+    return f"{total:.0f} ({parts})" if parts else f"{total:.0f}"
+
+
 def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """The Markdown tables for docs/performance.md."""
     bound = worst_case(ShadowSettings(catalog=Path("unused.yaml")), candidates=1,
@@ -281,7 +289,7 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
         print(f"| {key} | {last['offered']:.0f} | {last['rows']} | {last['dropped']} | "
               f"{'yes' if balanced else 'NO'} (every run) | {med(runs, key, 'scored_per_s'):.0f} | "
               f"{last['shed']:.0f} | {last['relay_handoff_full']:.0f} | {last['circuit_open']:.0f} | "
-              f"{last['breaker_starved']:.0f} | {med(runs, key, 'sigterm_s'):.1f} |")
+              f"{starved(last['breaker_starved'])} | {med(runs, key, 'sigterm_s'):.1f} |")
     print("\nRSS MB (sidecar / relay): idle before, peak under load, idle after; worst case from settings")
     print("\n| phase | idle before | peak | idle after | bound (sidecar / relay, above idle) |")
     print("|---|---|---|---|---|")
