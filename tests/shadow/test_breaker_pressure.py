@@ -167,3 +167,27 @@ async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_score
     assert seen["second"]["circuit_open"] == 0, seen
     assert seen["second"]["scored"] >= 4, seen
     assert cut >= seen["first"]["scorer_timeout"], (cut, seen)
+
+
+async def test_cut_calls_of_a_scorer_that_never_answered_still_count(
+        faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+    """The ``deadline_cut`` excuse needs an answer within 30 s: a scorer that never answered gets none.
+
+    A scorer that holds every call, four workers, 0.5 s timeout, 0.6 s deadline, 8 decisions at once: the
+    second wave's calls get ~0.1 s and time out like the first. None is excused (the metric stays 0), so
+    a scorer that stopped answering opens its breaker however long its decisions queued.
+    """
+    scorer = {"timeout_s": 0.5, "deadline_s": 0.6, "max_attempts": 1}
+    dtype = ticket_type(scorer_url, scorer=scorer, breaker={"failure_threshold": 100, "reset_after_s": 60})
+    settings = settings_for(tmp_path, write_catalog(tmp_path, {"tickets": dtype}), workers=4)
+    faults.mode, faults.delay_s = "slow", 30.0
+    async with running_sidecar(settings) as (url, app):
+        await _offer_at_once(url, "held", 8)
+        await asyncio.sleep(1.0)  # both waves have timed out
+        metric = app[METRICS].breaker_starved
+        cut = int(metric.labels(scorer_url, "default", "deadline_cut")._value.get())
+    faults.release.set()
+    rows = read_rows(tmp_path / "records", "proposals")
+    seen = Counter(r["reason"] or r["status"] for r in rows)
+    assert seen["scorer_timeout"] >= 5, seen  # the first wave and at least one cut call
+    assert cut == 0, (cut, seen)
