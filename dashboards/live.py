@@ -73,6 +73,11 @@ SIDECAR = (
         "short",
         {"{{candidate}} {{endpoint}}": "max by (endpoint, candidate) (shadow_breaker_state)"},
     ),
+    Panel(
+        "Scorer timeouts the breaker excused, by reason",
+        "ops",
+        {"{{candidate}} {{reason}}": f"sum by (candidate, reason) (rate(shadow_breaker_starved_total{RATE}))"},
+    ),
     Panel("Rows lost", "ops", {"lost": f"rate(shadow_rows_lost_total{RATE})"}),
     Panel(
         "Record-store uploads",
