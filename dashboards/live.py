@@ -76,7 +76,8 @@ SIDECAR = (
     Panel(
         "Scorer timeouts the breaker excused, by reason",
         "ops",
-        {"{{candidate}} {{reason}}": f"sum by (candidate, reason) (rate(shadow_breaker_starved_total{RATE}))"},
+        {"{{candidate}} {{reason}}":
+            f"sum by (candidate, reason) (rate(shadow_breaker_starved_total{RATE}))"},
     ),
     Panel("Rows lost", "ops", {"lost": f"rate(shadow_rows_lost_total{RATE})"}),
     Panel(

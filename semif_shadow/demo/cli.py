@@ -22,8 +22,11 @@ import click
 @click.option("--s3", is_flag=True, help="Records on S3, served by moto on loopback (pip install '.[demo]').")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("demo-out"),
               show_default=True, help="Everything the run writes: records, marts, logs, review.html.")
+@click.option("--scorer-threads", type=click.IntRange(min=1), default=None,
+              help="llama.cpp threads of the scorer [default: one core fewer than the machine has]. "
+                   "On an idle machine all cores are faster; on a busy one, fewer.")
 def demo(tickets: int, weeks: int, seed: int, workload: str, data: Path | None, s3: bool,  # noqa: PLR0913, PLR0917  (click passes one argument per option)
-         out: Path) -> None:
+         out: Path, scorer_threads: int | None) -> None:
     """Run a shadow trial end to end on loopback and open the weekly review.
 
     Starts the scorer (embedded model), a production router and the sidecar in proxy mode with two
@@ -34,6 +37,7 @@ def demo(tickets: int, weeks: int, seed: int, workload: str, data: Path | None, 
     Examples:
       semif-shadow demo
       semif-shadow demo --tickets 60 --out /tmp/demo
+      semif-shadow demo --scorer-threads 2     # an idle 2-core machine: every core for the model
       semif-shadow demo --workload clinc150 --data ../shared/datasets/clinc150
     """
     from semif_shadow.demo import summary, trial  # noqa: PLC0415  (keep --help fast)
@@ -42,7 +46,7 @@ def demo(tickets: int, weeks: int, seed: int, workload: str, data: Path | None, 
     interrupt_on_sigterm()
     started = time.perf_counter()
     config = trial.DemoConfig(out=out.resolve(), tickets=tickets, weeks=weeks, seed=seed, workload=workload,
-                              data=data, s3=s3)
+                              data=data, s3=s3, scorer_threads=scorer_threads)
     try:
         result = trial.run(config)
     except DemoError as exc:

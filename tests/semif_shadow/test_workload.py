@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
+from click.testing import CliRunner
 
-from semif_shadow.demo import clinc
+from semif_shadow.demo import clinc, trial
+from semif_shadow.demo.cli import demo
 from semif_shadow.demo.router import REVIEW, SUPPORT_RULES, init_app, route
 from semif_shadow.demo.workload import OUT_OF_SCOPE_ACTIONS, TEAMS, synthetic
 from tests.conftest import CLINC150
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from aiohttp.test_utils import TestClient
 
 
@@ -76,3 +81,15 @@ def test_clinc150_tickets_are_real_queries_with_domains() -> None:
     assert any(t.truth == clinc.DECLINE for t in tickets)
     routed = [route(clinc.CLINC_RULES, t.body)[0] for t in tickets if t.truth != clinc.DECLINE]
     assert sum(r != REVIEW for r in routed) > len(routed) / 3
+
+
+def test_scorer_threads_reach_the_demo_scorer_and_bad_values_are_refused(tmp_path: Path) -> None:
+    """``--scorer-threads`` sets the scorer's ``SCORER_N_THREADS`` (default: one core fewer); 0 is refused."""
+    asked = trial.scorer_env(trial.DemoConfig(out=tmp_path, scorer_threads=2), 8123)
+    assert asked["SCORER_N_THREADS"] == "2"
+    assert asked["SCORER_PORT"] == "8123"
+    default = trial.scorer_env(trial.DemoConfig(out=tmp_path), 8123)
+    assert default["SCORER_N_THREADS"] == str(max(1, (os.cpu_count() or 2) - 1))
+    refused = CliRunner().invoke(demo, ["--scorer-threads", "0", "--out", str(tmp_path)])
+    assert refused.exit_code == 2
+    assert "--scorer-threads" in refused.output
