@@ -71,9 +71,10 @@ class CpuPressure:
             return None
         return (now_total - base[1]) / 1e6 / (now - base[0])
 
-    def contended(self, since: float, last_answer: float) -> bool:
-        """Whether a call that began at ``since`` timed out because the machine's CPU was contended."""
-        if time.monotonic() - last_answer > ALIVE_S:
-            return False
+    def contended(self, since: float) -> bool:
+        """Whether the machine's CPU was contended during a call that began at ``since``.
+
+        The dispatcher asks only for a scorer that answered within ``ALIVE_S``.
+        """
         share = self.share_since(since)
         return share is not None and share >= CONTENDED_SHARE

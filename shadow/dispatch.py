@@ -139,9 +139,11 @@ class Dispatcher:
             return None
         if self.lag.starved(t0):
             return "loop_lag"
-        if cut and time.monotonic() - cand.breaker.last_success <= ALIVE_S:
+        if time.monotonic() - cand.breaker.last_success > ALIVE_S:
+            return None  # silent this long: only the sidecar's own lag excuses it
+        if cut:
             return "deadline_cut"
-        return "cpu_pressure" if self.lag.pressure.contended(t0, cand.breaker.last_success) else None
+        return "cpu_pressure" if self.lag.pressure.contended(t0) else None
 
     def _observe(self, cand: CandidateRuntime, t0: float, out: CallOutcome, *, ok: bool,
                  starved: str | None = None) -> None:
