@@ -24,6 +24,7 @@ import pytest
 from shadow.cpupressure import read_psi_cpu
 from shadow.keys import METRICS, MIRROR
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.test_overload import offer_batches
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -92,7 +93,7 @@ async def _run(faults: Faults, scorer_url: str, tmp_path: Path, *, answered_firs
 def _outcomes(app: web.Application, scorer_url: str) -> Counter[str]:
     metric = app[METRICS].breaker_starved
     return Counter({f"starved:{reason}": int(metric.labels(scorer_url, "default", reason)._value.get())
-                    for reason in ("loop_lag", "cpu_pressure")})
+                    for reason in ("loop_lag", "deadline_cut", "cpu_pressure")})
 
 
 needs_psi = pytest.mark.skipif(read_psi_cpu() is None, reason="no /proc/pressure/cpu on this machine")
@@ -128,14 +129,6 @@ async def test_cpu_pressure_excuses_a_timeout_only_for_a_scorer_that_answers_lat
     assert (seen["starved:cpu_pressure"] > 0) is not opens, seen
 
 
-async def _offer_at_once(url: str, prefix: str, n: int) -> None:
-    async with aiohttp.ClientSession() as session:
-        decisions = [{"decision_type": "tickets", "decision_id": f"{prefix}-{i}", "state": {"text": "x"}}
-                     for i in range(n)]
-        async with session.post(f"{url}/v1/decisions", json={"decisions": decisions}) as resp:
-            assert resp.status == 202, await resp.text()
-
-
 async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_scorer(
         faults: Faults, scorer_url: str, tmp_path: Path) -> None:
     """Decisions that waited in the queue leave their call less than its timeout: its timeout is excused.
@@ -156,10 +149,9 @@ async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_score
         pressure.read = injected_share(0.0)
         pressure.samples.clear()
         for wave in ("first", "second"):
-            await _offer_at_once(url, wave, 16)
+            await offer_batches(url, [wave], n=16)
             await asyncio.sleep(1.5)  # every call of the batch has ended
-        metric = app[METRICS].breaker_starved
-        cut = int(metric.labels(scorer_url, "default", "deadline_cut")._value.get())
+        cut = _outcomes(app, scorer_url)["starved:deadline_cut"]
     faults.release.set()
     rows = read_rows(tmp_path / "records", "proposals")
     seen = {wave: Counter(r["reason"] or r["status"] for r in rows if r["decision_id"].startswith(wave))
@@ -183,10 +175,9 @@ async def test_cut_calls_of_a_scorer_that_never_answered_still_count(
     settings = settings_for(tmp_path, write_catalog(tmp_path, {"tickets": dtype}), workers=4)
     faults.mode, faults.delay_s = "slow", 30.0
     async with running_sidecar(settings) as (url, app):
-        await _offer_at_once(url, "held", 8)
+        await offer_batches(url, ["held"], n=8)
         await asyncio.sleep(1.0)  # both waves have timed out
-        metric = app[METRICS].breaker_starved
-        cut = int(metric.labels(scorer_url, "default", "deadline_cut")._value.get())
+        cut = _outcomes(app, scorer_url)["starved:deadline_cut"]
     faults.release.set()
     rows = read_rows(tmp_path / "records", "proposals")
     seen = Counter(r["reason"] or r["status"] for r in rows)
