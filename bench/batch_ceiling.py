@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scorer.engine import runtime_config
+from scorer.model_files import runtime_config
 from scorer.runtime import LlamaRuntime, Token
 from scorer.settings import ScorerSettings
 

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.workloads import clinc_routing
 from contracts.semif import ScoreRequest, parse_request
 from scorer.cells import CELL_ALIGN, Layout
-from scorer.engine import Engine, runtime_config
+from scorer.engine import Engine
+from scorer.model_files import runtime_config
 from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
 from scorer.settings import ScorerSettings
 

@@ -34,6 +34,7 @@ from scorer.runtime import Token
 
 if TYPE_CHECKING:
     from scorer.runtime import LlamaRuntime
+    from scorer.segments import Segmented
 
 CELL_ALIGN = 8
 """The SIMD lane count of the CPU kernels' sums over KV cells (AVX2: 8 floats)."""
@@ -110,3 +111,32 @@ class Layout:
         """Cells a decision needs alone: its static segment, suffix and longest branch, each aligned."""
         suffix_end = align_up(static_len, self.align) + suffix_len
         return align_up(suffix_end, self.align) + longest_branch + self.closing
+
+
+def option_groups(
+    rt: LlamaRuntime, layout: Layout, seg: Segmented, multi: list[int], *, together: bool = True
+) -> list[list[int]]:
+    """Pack multi-token options (request order) into decode calls bounded by batch, seqs and cells.
+
+    ``together`` False (``SCORER_BATCH_OPTIONS=false``): one option per call.
+    """
+    if not together:
+        return [[i] for i in multi]
+    cfg = rt.config
+    free_cells = rt.n_ctx - layout.used
+    pads = layout.align - 1  # at most, before each branch
+    budget = min(cfg.n_batch, free_cells) - layout.closing
+    max_branches = cfg.n_seq_max - 2  # sequence 0 holds the prefix, the last one the pads
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i in multi:
+        need = len(seg.options[i]) - 1 + pads
+        if current and (used + need > budget or len(current) >= max_branches):
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += need
+    if current:
+        groups.append(current)
+    return groups

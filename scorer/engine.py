@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scorer import crossbatch, merged, prompt
-from scorer.cells import CELL_ALIGN, Layout
+from scorer.cells import CELL_ALIGN, Layout, option_groups
 from scorer.identity import ModelIdentity, describe
-from scorer.model_files import resolve_model_path
+from scorer.memo import LogitMemo
+from scorer.model_files import runtime_config
 from scorer.prepare import Prepared, Preparer
 from scorer.respond import FloatArray, normalize, respond, softmax
-from scorer.runtime import LlamaRuntime, RuntimeConfig, Token
+from scorer.runtime import LlamaRuntime, Token
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -43,28 +44,14 @@ PREFIX_SEQ = 0  # the sequence that holds the shared prefix (and the cached stat
 PAD_SEQ_FROM_END = 1  # the batch-invariant mode's pad tokens live in the last sequence (never a branch's)
 
 
-def runtime_config(settings: ScorerSettings) -> RuntimeConfig:
-    """The llama.cpp context of an engine with ``settings`` (the model file resolved)."""
-    return RuntimeConfig(
-        model_path=resolve_model_path(settings.model_path),
-        n_ctx=settings.n_ctx,
-        n_batch=settings.n_batch,
-        n_threads=settings.n_threads,
-        n_gpu_layers=settings.n_gpu_layers,
-        kv_type=settings.kv_type,
-        flash_attn=settings.flash_attn,
-        n_seq_max=min(256, settings.n_batch),  # sequence 0 the prefix, the last the pads: 254 branches
-        repack=not settings.batch_invariant,
-    )
-
-
 @dataclass(slots=True)
 class EngineStats:
-    """Counters for metrics: decisions scored and tokens computed vs reused from the cache."""
+    """Counters for metrics: decisions scored and tokens computed vs reused (prefix cache or memo)."""
 
     decisions: int = 0
     tokens_computed: int = 0
     tokens_cached: int = 0
+    memo_hits: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +60,10 @@ class Scored:
 
     logits: FloatArray
     cached_tokens: int
+
+
+Done = tuple[Prepared, Scored, "FloatArray | None", int]
+"""A scored decision of `Engine.score_many`: prepared, raw scores, pmi baseline, decisions in its call."""
 
 
 class Engine:
@@ -100,6 +91,7 @@ class Engine:
         self._cached_static: tuple[int, ...] | None = None
         self._static_mark = (0, 0)
         self._content_free: dict[tuple[str, ...], FloatArray] = {}
+        self.memo = LogitMemo(settings.logit_memo)
         self.preparer = Preparer(rt, self.layout)
         self._lock = threading.Lock()
 
@@ -138,13 +130,16 @@ class Engine:
             prepared = self.prepare(request.question, texts, request.state_text())
             norm = request.scoring.normalization
             baseline = self._content_free_logits(request.question, texts) if norm == "pmi" else None
-            scored = self.score_prepared(prepared)
+            kept = self.memo.get(prepared.seg)  # with the decision count of the call that computed it
+            batched = 1 if kept is None else kept[1]
+            scored = (self._reused(prepared, kept[0]) if kept is not None
+                      else self._remember(prepared, self.score_prepared(prepared), 1))
         scores = normalize(scored.logits, norm, prepared.seg.options, texts, baseline)
         probs = softmax(scores)
         elapsed = (time.perf_counter() - started) * 1000
         return respond(request, seg=prepared.seg, state_tokens_dropped=prepared.state_tokens_dropped,
                        logits=scored.logits, cached_tokens=scored.cached_tokens, probs=probs,
-                       identity=self.identity, timing={"queue": queue_ms, "score": elapsed})
+                       identity=self.identity, timing={"queue": queue_ms, "score": elapsed}, batched=batched)
 
     def score_many(
         self, requests: Sequence[ScoreRequest], *, queue_ms: Sequence[float] | None = None
@@ -159,7 +154,7 @@ class Engine:
         """
         started = time.perf_counter()
         out: list[ScoreResponse | Exception | None] = [None] * len(requests)
-        done: dict[int, tuple[Prepared, Scored, FloatArray | None, int]] = {}
+        done: dict[int, Done] = {}
         with self._lock:
             prepared: dict[int, Prepared] = {}
             baselines: dict[int, FloatArray | None] = {}
@@ -171,17 +166,16 @@ class Engine:
                     baselines[k] = self._content_free_logits(r.question, texts) if pmi else None
                 except Exception as exc:  # noqa: BLE001  (handed to that caller alone)
                     out[k] = exc
-            fits = merged.fits if self.invariant else crossbatch.fits
-            for call in crossbatch.plan(self.rt, self.layout, {k: p.seg for k, p in prepared.items()}, fits):
-                try:
-                    scored = self._score_call([prepared[k] for k in call])
-                except Exception as exc:  # noqa: BLE001  (the call's decisions get the error)
-                    self._cached_static = None  # the cache is in an unknown state: start cold
-                    for k in call:
-                        out[k] = exc
-                    continue
-                for k, one in zip(call, scored, strict=True):
-                    done[k] = (prepared[k], one, baselines[k], len(call))
+            kept, twins = self.memo.split(prepared)  # answered from the memo; repeats of a prompt here
+            for k, (prep, (logits, batched)) in kept.items():
+                done[k] = (prep, self._reused(prep, logits), baselines[k], batched)
+            self._score_planned(prepared, baselines, done, out)
+            for k, (prep, first) in twins.items():  # scored once, with the first
+                if first in done:
+                    twin = self._reused(prep, done[first][1].logits.copy())
+                    done[k] = (prep, twin, baselines[k], done[first][3])
+                else:
+                    out[k] = out[first]
         elapsed = (time.perf_counter() - started) * 1000
         waits = list(queue_ms) if queue_ms is not None else [0.0] * len(requests)
         for k, (prep, scored_one, baseline, batched) in done.items():
@@ -194,6 +188,32 @@ class Engine:
                              identity=self.identity, timing={"queue": waits[k], "score": elapsed},
                              batched=batched)
         return [r for r in out if r is not None]
+
+    def _score_planned(self, prepared: dict[int, Prepared], baselines: dict[int, FloatArray | None],
+                       done: dict[int, Done], out: list[ScoreResponse | Exception | None]) -> None:
+        """Score ``prepared`` in the calls `crossbatch.plan` packs: into ``done``, or errors into ``out``."""
+        fits = merged.fits if self.invariant else crossbatch.fits
+        for call in crossbatch.plan(self.rt, self.layout, {k: p.seg for k, p in prepared.items()}, fits):
+            try:
+                scored = self._score_call([prepared[k] for k in call])
+            except Exception as exc:  # noqa: BLE001  (the call's decisions get the error)
+                self._cached_static = None  # the cache is in an unknown state: start cold
+                for k in call:
+                    out[k] = exc
+                continue
+            for k, one in zip(call, scored, strict=True):
+                done[k] = (prepared[k], self._remember(prepared[k], one, len(call)), baselines[k], len(call))
+
+    def _reused(self, prepared: Prepared, logits: FloatArray) -> Scored:
+        """Raw scores taken from the memo: every prompt token counts as reused, none is decoded."""
+        self.stats.memo_hits += 1
+        self.stats.tokens_cached += len(prepared.seg.prefix)
+        return Scored(logits=logits, cached_tokens=len(prepared.seg.prefix))
+
+    def _remember(self, prepared: Prepared, scored: Scored, batched: int) -> Scored:
+        """Keep freshly computed raw scores in the memo, with the decisions their call held."""
+        self.memo.put(prepared.seg, scored.logits, batched)
+        return scored
 
     def _score_call(self, prepared: Sequence[Prepared]) -> list[Scored]:
         """Decisions sharing one static prefix, in shared decode calls (one decision: the solo path)."""
@@ -225,7 +245,7 @@ class Engine:
         first = self.rt.log_softmax_at(last, [o[0] for o in seg.options])
         logits = first.copy()
         multi = [i for i, o in enumerate(seg.options) if len(o) > 1]
-        groups = self._groups(seg, multi) if self.batch_options else [[i] for i in multi]
+        groups = option_groups(self.rt, self.layout, seg, multi, together=self.batch_options)
         for group in groups:
             for i, rest in zip(group, self._decode_branches(seg, group), strict=True):
                 logits[i] += rest
@@ -278,27 +298,6 @@ class Engine:
             self.rt.decode(batch)
             lo += len(chunk)
         return index  # the batch index of the segment's last token, in the last call
-
-    def _groups(self, seg: Segmented, multi: list[int]) -> list[list[int]]:
-        """Pack multi-token options (request order) into decode calls bounded by batch, seqs and cells."""
-        cfg = self.rt.config
-        free_cells = self.rt.n_ctx - self.layout.used
-        pads = self.layout.align - 1  # at most, before each branch
-        budget = min(cfg.n_batch, free_cells) - self.layout.closing
-        max_branches = cfg.n_seq_max - 2  # sequence 0 holds the prefix, the last one the pads
-        groups: list[list[int]] = []
-        current: list[int] = []
-        used = 0
-        for i in multi:
-            need = len(seg.options[i]) - 1 + pads
-            if current and (used + need > budget or len(current) >= max_branches):
-                groups.append(current)
-                current, used = [], 0
-            current.append(i)
-            used += need
-        if current:
-            groups.append(current)
-        return groups
 
     def _decode_branches(self, seg: Segmented, group: list[int]) -> list[float]:
         """Decode the options of one group as branches of the prefix; return their tail log-probs."""

@@ -13,9 +13,14 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scorer.errors import ModelError
 from scorer.identity import file_sha256
+from scorer.runtime import RuntimeConfig
+
+if TYPE_CHECKING:
+    from scorer.settings import ScorerSettings
 
 DEFAULT_SM_MODEL_DIR = "/opt/ml/model"
 
@@ -69,3 +74,8 @@ def embedded_default() -> Path:
     if target.is_file() and file_sha256(target) == gemma.EXPECTED_SHA256:
         return Path(target)
     return Path(gemma.assemble(overwrite=True))
+
+
+def runtime_config(settings: ScorerSettings) -> RuntimeConfig:
+    """The llama.cpp context of an engine with ``settings``, on the model file they resolve to."""
+    return RuntimeConfig.from_settings(settings, resolve_model_path(settings.model_path))

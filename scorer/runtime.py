@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from scorer.settings import ScorerSettings
+
 log = logging.getLogger("scorer.runtime")
 
 _GGML_LOG_LEVEL_ERROR = 4
@@ -55,6 +57,21 @@ class RuntimeConfig:
     repack: bool = True
     """llama.cpp's repacked CPU weight layouts (``use_extra_bufts``): faster GEMMs whose arithmetic
     depends on how many tokens a call holds, so off in the batch-invariant mode."""
+
+    @classmethod
+    def from_settings(cls, settings: ScorerSettings, model_path: Path) -> RuntimeConfig:
+        """The llama.cpp context of an engine with ``settings``, on the resolved ``model_path``."""
+        return cls(
+            model_path=model_path,
+            n_ctx=settings.n_ctx,
+            n_batch=settings.n_batch,
+            n_threads=settings.n_threads,
+            n_gpu_layers=settings.n_gpu_layers,
+            kv_type=settings.kv_type,
+            flash_attn=settings.flash_attn,
+            n_seq_max=min(256, settings.n_batch),  # sequence 0 the prefix, the last the pads: 254 branches
+            repack=not settings.batch_invariant,
+        )
 
 
 @dataclass(frozen=True, slots=True)

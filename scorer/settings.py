@@ -49,6 +49,11 @@ class ScorerSettings(BaseSettings):
     prefix_cache: bool = Field(
         default=True, description="reuse the static prefix's KV cells between decisions"
     )
+    logit_memo: int = Field(
+        default=0, ge=0, le=65536,
+        description="keep the raw option scores of the last N distinct prompts: the same prompt again "
+        "(another candidate's normalization on this model, a retry) is answered without a decode (0: off)",
+    )
     image_digest: str | None = Field(
         default=None, description="container image digest, recorded in the identity"
     )

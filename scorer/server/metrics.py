@@ -36,6 +36,9 @@ class ServerMetrics:
         self.tokens_cached = Counter(
             "semif_tokens_cached_total", "Prompt tokens reused from the prefix cache", registry=r
         )
+        self.memo_hits = Counter(
+            "semif_memo_hits_total", "Decisions answered from the logit memo (SCORER_LOGIT_MEMO)", registry=r
+        )
         self.batch_size = Histogram(
             "semif_batch_decisions",
             "Decisions scored per model call",

@@ -195,7 +195,7 @@ class ScoringService:
         """On the llama.cpp thread: run the jobs, return a result or an exception per job."""
         engine = self.engine
         assert engine is not None
-        before = (engine.stats.tokens_computed, engine.stats.tokens_cached)
+        before = (engine.stats.tokens_computed, engine.stats.tokens_cached, engine.stats.memo_hits)
         started = time.perf_counter()
         results: list[Any]
         if jobs[0].kind == "chat":
@@ -207,6 +207,7 @@ class ScoringService:
         self.metrics.score_time.labels(jobs[0].kind).observe(time.perf_counter() - started)
         self.metrics.tokens_computed.inc(engine.stats.tokens_computed - before[0])
         self.metrics.tokens_cached.inc(engine.stats.tokens_cached - before[1])
+        self.metrics.memo_hits.inc(engine.stats.memo_hits - before[2])
         return results
 
 

@@ -45,6 +45,9 @@ DAY_START_H = 8
 BUCKET = "semif-demo"
 INSTANCE_TYPE = "ml.c6i.8xlarge"
 """Recorded as the scorer's instance type, so the cost mart prices it (pipelines/prices.yaml)."""
+LOGIT_MEMO = 256
+"""The scorer's logit memo (`scorer/memo.py`): both candidates score the same prompt on one model, so the
+second of each pair is answered without a decode."""
 PYTHON = [sys.executable, "-m", "semif_shadow"]
 
 
@@ -95,9 +98,10 @@ def scorer_threads() -> int:
 
 
 def scorer_env(config: DemoConfig, port: int) -> dict[str, str]:
-    """The demo scorer's settings: its port, the demo's instance type, its threads."""
+    """The demo scorer's settings: its port, the demo's instance type, its threads, its logit memo."""
     threads = config.scorer_threads if config.scorer_threads is not None else scorer_threads()
-    return {"SCORER_PORT": str(port), "SCORER_INSTANCE_TYPE": INSTANCE_TYPE, "SCORER_N_THREADS": str(threads)}
+    return {"SCORER_PORT": str(port), "SCORER_INSTANCE_TYPE": INSTANCE_TYPE, "SCORER_N_THREADS": str(threads),
+            "SCORER_LOGIT_MEMO": str(LOGIT_MEMO)}
 
 
 def week_mondays(config: DemoConfig) -> list[dt.date]:

@@ -13,7 +13,7 @@ arithmetic does not depend on what shares its call, so the same decision split b
 (254 + 2) and by the free cells (55 a call) must agree within 1e-6.
 
 Deliberate breaks seen failing (docs/development.md): the branch cap raised by one in
-``Engine._groups`` (``cfg.n_seq_max - 1``), and the last group dropped there.
+``scorer.cells.option_groups`` (``cfg.n_seq_max - 1``), and the last group dropped there.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from contracts.semif import MAX_OPTIONS, parse_request
-from scorer.engine import PREFIX_SEQ, Engine, runtime_config
+from scorer.engine import PREFIX_SEQ, Engine
+from scorer.model_files import runtime_config
 from scorer.runtime import LlamaRuntime, Token
 from scorer.settings import ScorerSettings
 

@@ -264,3 +264,20 @@ async def test_metrics_expose_requests_queue_and_tokens(client: TestClient) -> N
     assert float(cached.split()[-1]) > 0
     assert "semif_model_load_seconds" in text
     assert "semif_queue_depth 0.0" in text
+
+
+async def test_metrics_count_logit_memo_hits(model_path: Path, aiohttp_client: ClientFactory) -> None:
+    """``SCORER_LOGIT_MEMO``: one prompt under three normalizations, decoded once; /metrics counts 2 hits."""
+    c = await aiohttp_client(init_app(settings_for(model_path, logit_memo=4)))
+    await ready(c)
+    bodies = []
+    for i, normalization in enumerate(["none", "per_token", "none"]):
+        body = {**DECISION, "decision_id": f"memo-{i}", "scoring": {"normalization": normalization}}
+        response = await c.post("/invocations", json=body)
+        assert response.status == 200
+        bodies.append(await response.json())
+    text = await (await c.get("/metrics")).text()
+    assert "semif_memo_hits_total 2.0" in text
+    reused = [b["prompt"]["cached_tokens"] == b["prompt"]["prompt_tokens"] for b in bodies]
+    assert reused == [False, True, True]
+    assert bodies[2]["options"] == bodies[0]["options"]

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -89,6 +90,27 @@ def test_records_hold_what_was_sent(demo_run: trial.Result) -> None:
             assert late["outcome_at"] > proxied["outcome_at"]
     assert any(s.team == "review" for s in sent.values())
     assert {week_of(o["outcome_at"]) for o in outcomes} >= set(demo_run.weeks)
+
+
+@pytest.mark.slow
+def test_both_candidates_share_one_decode_per_ticket(demo_run: trial.Result) -> None:
+    """The scorer's logit memo (``SCORER_LOGIT_MEMO``): a ticket's two candidates share one decode.
+
+    The later call of a pair reuses every prompt token (without the memo the state is always decoded, so
+    ``cached_tokens`` < ``prompt_tokens``) and gets the same raw logits, bit for bit.
+    """
+    by_ticket: dict[str, list[dict[str, Any]]] = {}
+    for p in records(Path(demo_run.records_root), "proposals"):
+        if p["status"] == "scored":
+            by_ticket.setdefault(p["decision_id"], []).append(p)
+    pairs = [rows for rows in by_ticket.values() if len(rows) == len(CANDIDATES)]
+    assert len(pairs) >= len(demo_run.tickets) // 2, len(pairs)
+    reused = [rows for rows in pairs if any(r["cached_tokens"] == r["prompt_tokens"] for r in rows)]
+    assert len(reused) >= len(pairs) - 2, (len(reused), len(pairs))  # a pair may straddle an eviction
+    for rows in pairs:
+        assert {r["normalization"] for r in rows} == set(CANDIDATES.values())
+        assert np.allclose(rows[0]["logits"], rows[1]["logits"], rtol=0, atol=1e-6)
+    assert all(rows[0]["logits"] == rows[1]["logits"] for rows in reused)
 
 
 @pytest.mark.slow

@@ -89,6 +89,7 @@ def test_scorer_threads_reach_the_demo_scorer_and_bad_values_are_refused(tmp_pat
     assert asked["SCORER_PORT"] == "8123"
     default = trial.scorer_env(trial.DemoConfig(out=tmp_path), 8123)
     assert default["SCORER_N_THREADS"] == str(trial.scorer_threads())
+    assert default["SCORER_LOGIT_MEMO"] == str(trial.LOGIT_MEMO)  # both candidates share one decode
     refused = CliRunner().invoke(demo, ["--scorer-threads", "0", "--out", str(tmp_path)])
     assert refused.exit_code == 2
     assert "--scorer-threads" in refused.output
