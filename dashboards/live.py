@@ -124,6 +124,14 @@ SCORER = (
             f" + rate(semif_tokens_computed_total{RATE}), 1e-9)"
         },
     ),
+    Panel(
+        "Decisions answered from the logit memo",
+        "percentunit",
+        {
+            "memo": f"rate(semif_memo_hits_total{RATE})"
+            f" / clamp_min(rate(semif_batch_decisions_sum{RATE}), 1e-9)"
+        },
+    ),
     Panel("Ready", "short", {"ready": "semif_ready"}),
     Panel("Build and model", "short", {"{{version}} {{model}} {{sha256}} {{device}}": "semif_build_info"}),
 )
