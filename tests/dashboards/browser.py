@@ -7,8 +7,11 @@ uncaught exceptions and log errors are collected while it loads.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -95,11 +98,13 @@ def load(path: Path, expression: str, width: int = 1280, height: int | None = No
     """
     binary = chromium()
     assert binary, "chromium not installed (make installs it: apt-get install -y chromium)"
-    with tempfile.TemporaryDirectory() as profile:
+    profile = tempfile.mkdtemp(prefix="semif-chromium-")
+    try:
         proc = subprocess.Popen(  # noqa: S603  (a fixed binary and flags)
             [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its renderer, GPU and crash handler processes share its group
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
@@ -129,5 +134,37 @@ def load(path: Path, expression: str, width: int = 1280, height: int | None = No
             tools.ws.close()
             return Page(errors_in(tools.events), value["result"].get("value"), base64.b64decode(shot["data"]))
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop(proc)
+    finally:
+        remove_profile(Path(profile))
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop Chromium and every process of its group, so that none still writes to the profile."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # a child that outlived the browser process
+
+
+def remove_profile(profile: Path, timeout: float = 10) -> None:
+    """Delete the profile folder, retrying while a child that is exiting still adds a file to it.
+
+    `TemporaryDirectory` removed it once and failed the test with ``Directory not empty: 'Default'`` when
+    Chromium's last child wrote after the browser process had exited (seen once in 2026-12-02's suite).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            shutil.rmtree(profile)
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+        else:
+            return
