@@ -57,10 +57,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (the demo's default: 1)")
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
-    engines = {
-        memo: Engine.from_settings(ScorerSettings.model_validate({"n_threads": n, "logit_memo": memo}))
-        for memo, n in ((0, args.threads), (256, args.threads))
-    }
+    settings = {memo: ScorerSettings(n_threads=args.threads, logit_memo=memo) for memo in (0, 256)}
+    engines = {memo: Engine.from_settings(s) for memo, s in settings.items()}
     for engine in engines.values():
         engine.warm_up()
     seconds: dict[int, list[float]] = {m: [] for m in engines}
