@@ -115,6 +115,7 @@ class RecordStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._spool_lock: int | None = None
         self._sealed: list[tuple[Path, int]] = []
+        self._staging = asyncio.Lock()  # publishing (files written and counted) vs the uploader's listing
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -239,13 +240,15 @@ class RecordStore:
     async def _publish(self, segment: Path, size: int) -> None:
         loop = asyncio.get_running_loop()
         local_root, writer = self.settings.local_root(), self.settings.writer_id
-        published = await loop.run_in_executor(self._work, publish_segment, segment, local_root, writer)
+        async with self._staging:  # counted before the uploader can list (and delete) the new files
+            published = await loop.run_in_executor(self._work, publish_segment, segment, local_root, writer)
+            if self._uploader is not None:
+                self.stats.staged_bytes += await loop.run_in_executor(self._work, lambda: published.bytes)
         await loop.run_in_executor(self._work, remove_segment, segment)
         self.stats.journal_bytes -= size
         self.stats.segments_published += 1
         self.stats.files_published += len(published.files)
         if self._uploader is not None:
-            self.stats.staged_bytes += await loop.run_in_executor(self._work, lambda: published.bytes)
             self._upload_wanted.set()
 
     async def _upload_loop(self) -> None:
@@ -268,7 +271,8 @@ class RecordStore:
         """Upload every staged file; False at the first failure (the rest wait for the retry)."""
         assert self._uploader is not None
         loop = asyncio.get_running_loop()
-        files = await loop.run_in_executor(self._upload_io, staged_files, self.settings.staging_dir)
+        async with self._staging:
+            files = await loop.run_in_executor(self._upload_io, staged_files, self.settings.staging_dir)
         for path, relative in files:
             try:
                 size = await loop.run_in_executor(self._upload_io, self._upload_one, path, relative)

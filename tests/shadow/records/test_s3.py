@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -17,6 +18,7 @@ import pytest
 from shadow.records.compact import CompactPolicy, compact_root
 from shadow.records.errors import SinkFull
 from shadow.records.layout import filesystem, open_dataset
+from shadow.records.parquet import publish_segment
 from shadow.records.s3 import S3Uploader, staged_files
 from shadow.records.store import RecordStore
 
@@ -40,12 +42,13 @@ def _keys(settings: RecordSettings) -> list[str]:
     return sorted(o["Key"] for o in listing.get("Contents", []))
 
 
-async def _until(predicate: Any, timeout_s: float = 30.0) -> None:
+async def _until(predicate: Any, timeout_s: float = 30.0, store: RecordStore | None = None) -> None:
     for _ in range(int(timeout_s / 0.05)):
         if predicate():
             return
         await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    state = f": {store.stats}, staged {staged_files(store.settings.staging_dir)}" if store else ""
+    raise AssertionError(f"condition not reached in time{state}")
 
 
 async def test_files_go_up_whole_encrypted_and_leave_the_spool(s3_settings: RecordSettings) -> None:
@@ -97,18 +100,46 @@ async def test_uploads_are_retried_while_s3_is_down(s3_settings: RecordSettings,
             for i in range(5):
                 await store.outcome(outcome_row(f"d{i}"))
                 await asyncio.sleep(0.15)
-            await _until(lambda: store.stats.upload_errors >= 2 and staged_files(settings.staging_dir))
+            await _until(lambda: store.stats.upload_errors >= 2 and staged_files(settings.staging_dir),
+                         store=store)
             assert store.stats.staged_bytes > 0
         finally:
             moto.start()
             _client(settings).create_bucket(Bucket=bucket)
         # the staged file goes first, the byte count right after: wait for both
-        await _until(lambda: not staged_files(settings.staging_dir) and store.stats.staged_bytes == 0)
+        await _until(lambda: not staged_files(settings.staging_dir) and store.stats.staged_bytes == 0,
+                     store=store)
     keys = _keys(settings)
     assert keys
     rows = sum(pq.read_table(io.BytesIO(_client(settings).get_object(Bucket=bucket, Key=k)["Body"].read()))
                .num_rows for k in keys)
     assert rows == 5
+
+
+async def test_a_file_is_counted_before_the_uploader_can_take_it(s3_settings: RecordSettings,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The uploader never lists a staged file before its bytes are counted.
+
+    Publishing is held after the files are written until the uploader has taken them (2 s at most).
+    Were the uploader free to list them then, it would upload and delete them uncounted: the late
+    count would then fail (the files are gone) or leave ``staged_bytes`` above zero with nothing staged.
+    """
+    settings = s3_settings.model_copy(update={"roll_seconds": 0.1})
+    def publish_then_hold(*args: Any) -> Any:
+        published = publish_segment(*args)
+        deadline = time.monotonic() + 2.0
+        while staged_files(settings.staging_dir) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return published
+
+    monkeypatch.setattr("shadow.records.store.publish_segment", publish_then_hold)
+    async with RecordStore(settings) as store:
+        await store.outcome(outcome_row("d0"))
+        await _until(lambda: store.stats.uploads == 1)
+        assert store.stats.staged_bytes == 0
+        assert store.stats.publish_errors == 0
+    assert staged_files(settings.staging_dir) == []
+    assert open_dataset(settings, "outcomes").count_rows() == 1
 
 
 async def test_the_disk_bound_drops_new_decisions_but_keeps_outcomes(s3_settings: RecordSettings) -> None:
