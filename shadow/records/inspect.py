@@ -14,6 +14,8 @@ from shadow.records.s3 import staged_files
 from shadow.records.segment_files import list_segments
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from shadow.records.settings import RecordSettings
 
 
@@ -36,10 +38,20 @@ def root_stats(settings: RecordSettings) -> dict[str, Any]:
     return out
 
 
+def _sizes(paths: list[Path]) -> list[int]:
+    """The size of each file that still exists: a running store publishes and uploads while we list."""
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(path.stat().st_size)
+        except FileNotFoundError:
+            continue
+    return sizes
+
+
 def spool_stats(settings: RecordSettings) -> dict[str, Any]:
-    """Journal segments and files waiting for upload, with their bytes."""
-    segments = list_segments(settings.journal_dir)
-    staged = staged_files(settings.staging_dir)
+    """Journal segments and files waiting for upload, with their bytes (a snapshot of a live spool)."""
+    segments = _sizes(list_segments(settings.journal_dir))
+    staged = _sizes([path for path, _ in staged_files(settings.staging_dir)])
     return {"spool_dir": str(settings.spool_dir), "journal_segments": len(segments),
-            "journal_bytes": sum(p.stat().st_size for p in segments), "staged_files": len(staged),
-            "staged_bytes": sum(p.stat().st_size for p, _ in staged)}
+            "journal_bytes": sum(segments), "staged_files": len(staged), "staged_bytes": sum(staged)}

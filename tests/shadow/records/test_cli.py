@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from semif_shadow.cli import main
 from shadow.records.cli import records
+from shadow.records.inspect import spool_stats
 from shadow.records.segment_files import list_segments
 from shadow.records.store import RecordStore, _lock_spool
 
@@ -18,6 +19,8 @@ from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
 from .test_recovery import _crashed_journal
 
 if TYPE_CHECKING:
+    import pytest
+
     from shadow.records.settings import RecordSettings
 
 
@@ -83,3 +86,21 @@ def test_recover_publishes_a_dead_sidecars_journal(local_settings: RecordSetting
         os.close(held)
     assert busy.exit_code == 1
     assert "another record store holds" in busy.output
+
+
+def test_spool_stats_skip_files_that_go_while_they_are_listed(local_settings: RecordSettings,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`records stats --spool` on a live spool: a file published or uploaded after the listing is skipped.
+
+    The listing here names one file that exists and one that is gone (as a running store's uploader
+    deletes them); the command used to stop with FileNotFoundError.
+    """
+    staging = local_settings.spool_dir / "staging"
+    staging.mkdir(parents=True)
+    kept = staging / "w1-1.parquet"
+    kept.write_bytes(b"x" * 100)
+    gone = staging / "w1-2.parquet"
+    monkeypatch.setattr("shadow.records.inspect.staged_files",
+                        lambda _folder: [(kept, kept.name), (gone, gone.name)])
+    stats = spool_stats(local_settings)
+    assert (stats["staged_files"], stats["staged_bytes"]) == (1, 100)
