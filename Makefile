@@ -22,13 +22,15 @@ HEARTBEAT_S := 20
 .PHONY: demo test lint pytest bench clean-venv system-packages s3a-connector
 
 # Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool), curl
-# (the docs' runnable blocks) and a Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py).
-SYSTEM_PACKAGES := chromium prometheus curl default-jre-headless
+# (the docs' runnable blocks), a Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py)
+# and nginx (the proxy framer's differential test, tests/shadow/proxy/test_framing_nginx.py, which runs its
+# own nginx on a loopback port; where systemd runs, the package also starts Debian's default site on :80).
+SYSTEM_PACKAGES := chromium prometheus curl default-jre-headless nginx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 system-packages:
 	command -v chromium >/dev/null && command -v promtool >/dev/null && command -v curl >/dev/null && \
-	  command -v java >/dev/null || { \
+	  command -v java >/dev/null && PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES); }
 
 $(STAMP): pyproject.toml | system-packages

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-NGINX = shutil.which("nginx")
+# `make` installs it; /usr/sbin is not on every PATH
+NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed")
 
 STREAMS = {**SMUGGLING, "valid": VALID,
