@@ -81,7 +81,10 @@ class Services:
         child = Child(name, proc, ports, log)
         self.children.append(child)
         self.started.append({"name": name, "pid": proc.pid, "ports": list(ports)})
-        (self.logs / "processes.json").write_text(json.dumps(self.started), encoding="utf-8")
+        listing = self.logs / "processes.json"  # written aside, then renamed: never read half-written
+        aside = listing.with_name(f".{listing.name}.tmp")
+        aside.write_text(json.dumps(self.started), encoding="utf-8")
+        aside.replace(listing)
         return child
 
     def wait_healthy(self, child: Child, url: str, timeout_s: float = 300.0) -> None:
