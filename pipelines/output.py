@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipelines.arrow_buffers import date32
+from pipelines.errors import PipelinesError
 from pipelines.mart_schema import check_marts
 from pipelines.sqlmodels import mart_names, quote_ident
 from pipelines.weeks import Window, week_label
@@ -30,22 +32,33 @@ DATABASE_FILE = "pipelines.duckdb"
 
 def mart_rows(con: duckdb.DuckDBPyConnection, mart: str, window: Window) -> pa.Table:
     """The target weeks' rows of a mart, ordered, with ``as_of`` and ``mature`` (outcomes final)."""
+    return con.sql(f"{incoming_rows(mart)} order by all", params=row_params(window)).to_arrow_table()
+
+
+def row_params(window: Window) -> dict[str, object]:
+    """The parameters of ``incoming_rows``: the target Mondays' range, ``as_of``, the mature Mondays."""
     mondays = window.targets()
-    query = (
-        f"select * from {quote_ident(mart)} "  # noqa: S608  (a mart name, quoted)
-        "where week_start >= $first and week_start <= $last order by all"
+    return {
+        "first": mondays[0], "last": mondays[-1], "as_of": window.as_of,
+        "mature": [m for m in mondays if window.is_mature(m)],
+    }
+
+
+def incoming_rows(mart: str) -> str:
+    """The target weeks' rows of a mart with ``as_of`` and ``mature``, as SQL over the job's connection.
+
+    Parameters: ``row_params``. Built in SQL, not in Arrow: ``pa.array`` and ``pa.scalar`` import pandas,
+    as does registering an Arrow table in DuckDB (a sixth of a second of a run that otherwise never needs it).
+    """
+    return (
+        "select *, $as_of::timestamptz as as_of, list_contains($mature::date[], week_start) as mature "  # noqa: S608
+        f"from {quote_ident(mart)} where week_start >= $first and week_start <= $last"
     )
-    table = con.sql(query, params={"first": mondays[0], "last": mondays[-1]}).to_arrow_table()
-    mature = pa.array([m for m in mondays if window.is_mature(m)], pa.date32())
-    flags = pc.is_in(table.column("week_start"), value_set=mature)  # vectorized: severe_errors has 80k rows
-    as_of = pa.repeat(pa.scalar(window.as_of, pa.timestamp("us", tz="UTC")), table.num_rows)
-    table = table.append_column("as_of", as_of)
-    return table.append_column("mature", flags)
 
 
 def week_of(table: pa.Table, monday: dt.date) -> pa.Table:
     """The rows of one week (order kept)."""
-    return table.filter(pc.equal(table.column("week_start"), pa.scalar(monday, pa.date32())))
+    return table.filter(pc.equal(table.column("week_start"), date32(monday)))
 
 
 def write_parquet(path: Path, table: pa.Table) -> None:
@@ -56,61 +69,79 @@ def write_parquet(path: Path, table: pa.Table) -> None:
     tmp.replace(path)
 
 
+OUTPUT_CATALOG = "semif_out"
+"""The name the output DuckDB file is attached under while the marts are copied into it."""
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def replace_weeks(
-    db: duckdb.DuckDBPyConnection,
-    tables: dict[str, pa.Table],
-    mondays: list[dt.date],
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    marts: list[str],
+    window: Window,
     before_commit: Callable[[], object] = lambda: None,
 ) -> None:
-    """Replace the target weeks' rows of every mart in the output DuckDB file, in one transaction.
+    """Replace the target weeks' rows of every mart in the output DuckDB file ``path``, in one transaction.
 
+    The file is attached to the job's connection ``con`` (which holds the marts) and the rows are copied
+    in SQL (``incoming_rows``).
     A mart that gained columns since the file was written gets them added (older weeks read NULL there).
     ``before_commit`` runs last inside the transaction; a failure there or in any mart rolls every mart
     back, leaving the previous run's rows in place.
     """
-    incoming = {mart: f"incoming_{index}" for index, mart in enumerate(tables)}
-    for mart, table in tables.items():
-        db.register(incoming[mart], table)
+    mondays = window.targets()
+    params = row_params(window)
+    con.execute(f"attach {sql_string(str(path))} as {OUTPUT_CATALOG}")
     try:
-        stored = stored_columns(db)
-        for mart, table in tables.items():
+        stored = stored_columns(con)
+        for mart in marts:
+            target = f"{OUTPUT_CATALOG}.main.{quote_ident(mart)}"
             if mart not in stored:
-                db.execute(f"create table {quote_ident(mart)} as "  # noqa: S608
-                           f"select * from {incoming[mart]} limit 0")
-            elif not set(table.column_names) <= stored[mart]:
-                add_new_columns(db, mart, incoming[mart], stored[mart])
-        db.execute("begin")
+                con.execute(f"create table {target} as {incoming_rows(mart)} limit 0", params)
+            else:
+                add_new_columns(con, mart, stored[mart])
+        con.execute("begin")
         try:
-            for mart in tables:
-                name = quote_ident(mart)
-                db.execute(f"delete from {name} where list_contains($mondays, week_start)",  # noqa: S608
-                           {"mondays": mondays})
-                db.execute(f"insert into {name} by name select * from {incoming[mart]}")  # noqa: S608
+            for mart in marts:
+                target = f"{OUTPUT_CATALOG}.main.{quote_ident(mart)}"
+                con.execute(f"delete from {target} where list_contains($mondays, week_start)",  # noqa: S608
+                            {"mondays": mondays})
+                try:
+                    con.execute(f"insert into {target} by name {incoming_rows(mart)}", params)
+                except duckdb.Error as exc:
+                    raise PipelinesError(f"cannot store the {mart} mart in {path}: {exc}") from exc
             before_commit()
         except BaseException:
-            db.execute("rollback")
+            con.execute("rollback")
             raise
-        db.execute("commit")
+        con.execute("commit")
     finally:
-        for name in incoming.values():
-            db.unregister(name)
+        con.execute(f"detach {OUTPUT_CATALOG}")
 
 
-def stored_columns(db: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
-    """The column names of every table in the output file, by table."""
+def stored_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    """The column names of every table in the attached output file, by table."""
     stored: dict[str, set[str]] = {}
-    for table, column in db.execute(
-        "select table_name, column_name from information_schema.columns where table_schema = 'main'"
+    for table, column in con.execute(
+        "select table_name, column_name from information_schema.columns "
+        "where table_catalog = $catalog and table_schema = 'main'",
+        {"catalog": OUTPUT_CATALOG},
     ).fetchall():
         stored.setdefault(table, set()).add(column)
     return stored
 
 
-def add_new_columns(db: duckdb.DuckDBPyConnection, mart: str, incoming: str, stored: set[str]) -> None:
-    """Add to the stored table the columns ``incoming`` has and it lacks (types as DuckDB sees them)."""
-    for column, column_type, *_ in db.sql(f"describe {incoming}").fetchall():
+def add_new_columns(con: duckdb.DuckDBPyConnection, mart: str, stored: set[str]) -> None:
+    """Add to the stored table the columns the mart (with ``as_of`` and ``mature``) has and it lacks."""
+    columns = [(name, kind) for name, kind, *_ in con.sql(f"describe {quote_ident(mart)}").fetchall()]
+    for column, column_type in [*columns, ("as_of", "TIMESTAMP WITH TIME ZONE"), ("mature", "BOOLEAN")]:
         if column not in stored:
-            db.execute(f"alter table {quote_ident(mart)} add column {quote_ident(column)} {column_type}")
+            con.execute(f"alter table {OUTPUT_CATALOG}.main.{quote_ident(mart)} "
+                        f"add column {quote_ident(column)} {column_type}")
 
 
 def write_week_files(out: Path, tables: dict[str, pa.Table], mondays: list[dt.date]) -> None:
@@ -134,12 +165,7 @@ def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> di
     mondays = window.targets()
     tables = {mart: mart_rows(con, mart, window) for mart in mart_names()}
     check_marts(tables.items())  # before anything is written: a mart off its declared types is a bug
-    db = duckdb.connect(str(out / DATABASE_FILE))
-    try:
-        db.execute("set TimeZone = 'UTC'")
-        with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
-            files = pool.submit(write_week_files, out, tables, mondays)
-            replace_weeks(db, tables, mondays, before_commit=files.result)
-    finally:
-        db.close()
+    with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
+        files = pool.submit(write_week_files, out, tables, mondays)
+        replace_weeks(con, out / DATABASE_FILE, list(tables), window, before_commit=files.result)
     return {mart: table.num_rows for mart, table in tables.items()}

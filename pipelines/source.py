@@ -19,19 +19,35 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from contracts.records import ADDED_IN_V1_1, DROPS, SCHEMAS
 from pipelines.errors import NoInput, SchemaMismatch
+from pipelines.sqlmodels import quote_ident
 
 if TYPE_CHECKING:
+    import pyarrow.dataset as pads
+
     from pipelines.storage import Root
 
 _SCHEMAS = {**SCHEMAS, "drops": DROPS}
 """The datasets read: the two row datasets and the drop summaries."""
-_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
-"""DuckDB types of the columns v1.1 added (what a null of a column missing from every file is cast to)."""
+_DUCKDB_TYPES = {
+    pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.timestamp("us", tz="UTC"): "TIMESTAMP WITH TIME ZONE",
+}
+"""DuckDB types of the records' Arrow types (what a null of a column missing from the files is cast to)."""
+
+
+def duckdb_type(arrow: pa.DataType) -> str:
+    """The DuckDB type DuckDB's Parquet reader gives a records column of this Arrow type."""
+    if pa.types.is_list(arrow):
+        return f"{duckdb_type(arrow.value_type)}[]"
+    try:
+        return _DUCKDB_TYPES[arrow]
+    except KeyError:
+        raise TypeError(f"no DuckDB type for the Arrow type {arrow}") from None
 
 
 def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
@@ -120,7 +136,12 @@ class WindowFiles:
 
 
 def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
-    """The files as a pyarrow dataset of the records schema (no file is opened; missing columns null)."""
+    """The files as a pyarrow dataset of the records schema (no file is opened; missing columns null).
+
+    Only S3 roots need it: ``pyarrow.dataset`` imports pandas (a sixth of a second), so it is imported here.
+    """
+    import pyarrow.dataset as pads  # noqa: PLC0415  (see the docstring)
+
     try:
         return pads.dataset(files, schema=_SCHEMAS[dataset], filesystem=root.fs, format="parquet")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -139,8 +160,9 @@ def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: li
     name = f"raw_{dataset}"
     con.unregister(name)  # a registered (empty) relation would hide the view made below, and the reverse
     con.execute(f"drop view if exists {name}")
-    if not files:
-        con.register(name, schema.empty_table())
+    if not files:  # no relation registered from Arrow: that would import pandas
+        nulls = ", ".join(f"null::{duckdb_type(f.type)} as {quote_ident(f.name)}" for f in schema)
+        con.execute(f"create view {name} as select {nulls} where false")
     elif not root.is_local:
         con.register(name, _dataset(root, dataset, files))
     elif complete:
@@ -151,7 +173,7 @@ def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: li
         present = set(relation.columns)
         columns = [
             duckdb.ColumnExpression(f.name) if f.name in present
-            else duckdb.ConstantExpression(None).cast(_DUCKDB_TYPES[f.type]).alias(f.name)
+            else duckdb.ConstantExpression(None).cast(duckdb_type(f.type)).alias(f.name)
             for f in schema
         ]
         relation.select(*columns).create_view(name)
@@ -160,31 +182,33 @@ def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: li
 def check_schema(root: Root, dataset: str, files: list[str]) -> bool:
     """Every file of ``dataset`` holds the records columns with their types (``SchemaMismatch`` if not).
 
-    Returns whether every file has every column (False: some were written before v1.1).
+    Returns whether every file has every column (False: some were written before v1.1). Reads each
+    file's footer.
     """
-    arrow = _dataset(root, dataset, files)
-    try:
-        return _check_schema(arrow, dataset, files[0])
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaMismatch(f"{dataset}: {exc}") from exc
+    complete = True
+    for path in files:
+        try:
+            physical = pq.read_schema(path, filesystem=root.fs)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+            raise SchemaMismatch(f"{dataset}: {path}: {exc}") from exc
+        complete = _check_schema(physical, dataset, path, files[0]) and complete
+    return complete
 
 
-def _check_schema(dataset: pads.Dataset, name: str, first_file: str) -> bool:
-    """Every file must hold the v1 columns, and any v1.1 column it has, with their types (extras allowed)."""
+def _check_schema(physical: pa.Schema, name: str, path: str, first_file: str) -> bool:
+    """The file must hold the v1 columns, and any v1.1 column it has, with their types (extras allowed)."""
     complete = True
     optional = ADDED_IN_V1_1.get(name, frozenset())
-    for fragment in dataset.get_fragments():
-        physical = fragment.physical_schema
-        for column in _SCHEMAS[name]:
-            index = physical.get_field_index(column.name)
-            if index < 0 and column.name in optional:
-                complete = False
-            elif index < 0 or not physical.field(index).type.equals(column.type):
-                found = "missing" if index < 0 else str(physical.field(index).type)
-                raise SchemaMismatch(
-                    f"{fragment.path}: column {column.name} is {found}, "
-                    f"the records schema says {column.type} (first file {first_file})"
-                )
+    for column in _SCHEMAS[name]:
+        index = physical.get_field_index(column.name)
+        if index < 0 and column.name in optional:
+            complete = False
+        elif index < 0 or not physical.field(index).type.equals(column.type):
+            found = "missing" if index < 0 else str(physical.field(index).type)
+            raise SchemaMismatch(
+                f"{path}: column {column.name} is {found}, "
+                f"the records schema says {column.type} (first file {first_file})"
+            )
     return complete
 
 

@@ -6,10 +6,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
+import pyarrow as pa  # noqa: TC002  (DuckDB evaluates the UDFs' annotations when they are registered)
 from duckdb.func import ARROW
 from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
 from scipy.special import betaincinv
+
+from pipelines.arrow_buffers import float_array, floats
 
 if TYPE_CHECKING:
     import duckdb
@@ -17,12 +19,10 @@ if TYPE_CHECKING:
 
 def cp_lower(successes: pa.Array, trials: pa.Array, alpha: pa.Array) -> pa.Array:
     """One-sided Clopper-Pearson lower bound: the ``alpha`` quantile of Beta(x, n - x + 1); 0 when x = 0."""
-    x = successes.to_numpy(zero_copy_only=False).astype(np.float64)
-    n = trials.to_numpy(zero_copy_only=False).astype(np.float64)
-    a = alpha.to_numpy(zero_copy_only=False).astype(np.float64)
+    x, n, a = floats(successes), floats(trials), floats(alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
         bound = np.where(x > 0, betaincinv(np.maximum(x, 1.0), n - x + 1.0, a), 0.0)
-    return pa.array(bound, type=pa.float64())
+    return float_array(bound)
 
 
 def mcnemar_exact_p(only_a: pa.Array, only_b: pa.Array) -> pa.Array:
@@ -33,9 +33,8 @@ def mcnemar_exact_p(only_a: pa.Array, only_b: pa.Array) -> pa.Array:
     """
     from scipy.stats import binom  # noqa: PLC0415  (see the docstring)
 
-    b = only_a.to_numpy(zero_copy_only=False).astype(np.float64)
-    c = only_b.to_numpy(zero_copy_only=False).astype(np.float64)
-    return pa.array(np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5)), type=pa.float64())
+    b, c = floats(only_a), floats(only_b)
+    return float_array(np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5)))
 
 
 DIFF_TYPE = "STRUCT(field VARCHAR, before VARCHAR, after VARCHAR)[]"

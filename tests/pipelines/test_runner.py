@@ -6,8 +6,11 @@ One Parquet file per mart and week plus a DuckDB file, idempotent reruns, late o
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
-from typing import TYPE_CHECKING
+import subprocess
+import sys
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -19,9 +22,6 @@ from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
 from pipelines.sqlmodels import load_models, mart_names
 from tests.pipelines.conftest import AS_OF, Computed, run_window
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 WEEK = "2026-W48"
 WEEK_END = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
@@ -103,7 +103,7 @@ def test_a_failed_write_leaves_every_mart_of_the_file_as_it_was(records_root: Pa
     """The DuckDB file takes all marts in one transaction.
 
     When the last mart written cannot be stored, the earlier ones keep the previous run's rows (here: the
-    week still not mature), and the run fails with DuckDB's reason.
+    week still not mature), and the run fails naming the mart, with DuckDB's reason.
     """
     run_window(records_root, tmp_path, as_of=WEEK_END + dt.timedelta(hours=1), first=WEEK, last=WEEK)
     assert mart_names()[-1] == "cost"
@@ -111,7 +111,7 @@ def test_a_failed_write_leaves_every_mart_of_the_file_as_it_was(records_root: Pa
         db.execute("alter table cost alter column week type date using null")  # week labels no longer fit
         before = db.sql("select count(*), bool_or(mature) from funnel").fetchall()
     assert before == [(2, False)]
-    with pytest.raises(PipelinesError, match="week"):
+    with pytest.raises(PipelinesError, match=r"cannot store the cost mart in .*duckdb: .*2026-W48"):
         run_window(records_root, tmp_path, as_of=AS_OF, first=WEEK, last=WEEK)
     with duckdb.connect(str(tmp_path / DATABASE_FILE), read_only=True) as db:
         assert db.sql("select count(*), bool_or(mature) from funnel").fetchall() == before
@@ -177,3 +177,52 @@ def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(
     with pytest.raises(SchemaMismatch, match=expected):
         run_window(root, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+RUN_AND_REPORT_PANDAS = """
+import datetime as dt, sys
+from pathlib import Path
+from pipelines import runner
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
+from pipelines.storage import open_root
+from pipelines.weeks import window
+
+root, out, first, last, as_of = sys.argv[1:]
+settings = PipelineSettings()
+span = window(first, last, settings.reference_weeks, dt.datetime.fromisoformat(as_of),
+              dt.timedelta(days=settings.maturity_lag_days))
+job = runner.Job(settings, open_root(root), span, load_prices(settings.prices_file), Path(out))
+runner.run(job)
+print("pandas" in sys.modules)
+"""
+
+
+def test_a_local_run_does_not_import_pandas(records_root: Path, tmp_path: Path) -> None:
+    """The DuckDB job over local records never imports pandas (a sixth of a second of every run).
+
+    Registering any Arrow object in DuckDB imports it: the empty raw relations are SQL views, the output
+    file takes the marts in SQL, and `pyarrow.dataset` (which imports it too) is left to S3 roots. Run in a
+    fresh interpreter, since the test process has pandas loaded.
+    """
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(  # noqa: S603  (our own script)
+        [sys.executable, "-c", RUN_AND_REPORT_PANDAS, str(records_root), str(tmp_path / "out"), WEEK, WEEK,
+         AS_OF.isoformat()],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+    assert (tmp_path / "out" / DATABASE_FILE).is_file()
+
+
+def test_the_output_file_has_the_columns_and_types_of_the_parquet_files(computed: Computed) -> None:
+    """Every mart in the DuckDB file: the columns, in order, and types DuckDB reads from its Parquet files."""
+    with duckdb.connect(str(computed.out / DATABASE_FILE), read_only=True) as db:
+        for mart in mart_names():
+            stored = db.sql(f'describe "{mart}"').fetchall()
+            path = str(computed.out / mart / f"week={WEEK}" / "part-0.parquet")
+            parquet = db.sql("describe select * from read_parquet($path, hive_partitioning = false)",
+                             params={"path": path}).fetchall()
+            assert [row[:2] for row in stored] == [row[:2] for row in parquet], mart

@@ -10,8 +10,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contracts.records import ADDED_IN_V1_1
-from pipelines.source import register_window
+from contracts.records import ADDED_IN_V1_1, DROPS, SCHEMAS
+from pipelines.source import register, register_window
 from pipelines.storage import open_root
 from pipelines.weeks import window
 from tests.pipelines.conftest import AS_OF, FIRST, LAST
@@ -84,3 +84,19 @@ def test_files_written_before_v1_1_read_like_the_same_rows_with_null_v1_1_column
             assert mixed.column(column).to_pylist() == expected, column
         same = [c for c in mixed.column_names if c not in added and c != "record_version"]
         assert mixed.select(same).equals(full.select(same))
+
+
+def test_an_empty_raw_relation_reads_like_an_empty_records_file(tmp_path: Path) -> None:
+    """With no files in the window, ``raw_<dataset>`` is an empty SQL view (no Arrow registered).
+
+    Its columns and DuckDB types are those DuckDB's Parquet reader gives a file of the records schema.
+    """
+    con = duckdb.connect()
+    for dataset, schema in {**SCHEMAS, "drops": DROPS}.items():
+        path = tmp_path / f"{dataset}.parquet"
+        pq.write_table(schema.empty_table(), path)
+        register(con, open_root(str(tmp_path)), dataset, [])
+        empty = con.sql(f"describe raw_{dataset}").fetchall()
+        read = con.sql("describe select * from read_parquet($path)", params={"path": str(path)}).fetchall()
+        assert [row[:2] for row in empty] == [row[:2] for row in read], dataset
+        assert con.sql(f"select count(*) from raw_{dataset}").fetchall() == [(0,)]  # noqa: S608  (schema names)
