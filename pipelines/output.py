@@ -81,14 +81,14 @@ def sql_string(text: str) -> str:
 def replace_weeks(
     con: duckdb.DuckDBPyConnection,
     path: Path,
-    marts: list[str],
+    columns: dict[str, list[str]],
     window: Window,
     before_commit: Callable[[], object] = lambda: None,
 ) -> None:
     """Replace the target weeks' rows of every mart in the output DuckDB file ``path``, in one transaction.
 
-    The file is attached to the job's connection ``con`` (which holds the marts) and the rows are copied
-    in SQL (``incoming_rows``).
+    ``columns``: each mart's columns as written (with ``as_of`` and ``mature``). The file is attached to
+    the job's connection ``con`` (which holds the marts) and the rows are copied in SQL (``incoming_rows``).
     A mart that gained columns since the file was written gets them added (older weeks read NULL there).
     ``before_commit`` runs last inside the transaction; a failure there or in any mart rolls every mart
     back, leaving the previous run's rows in place.
@@ -98,15 +98,15 @@ def replace_weeks(
     con.execute(f"attach {sql_string(str(path))} as {OUTPUT_CATALOG}")
     try:
         stored = stored_columns(con)
-        for mart in marts:
+        for mart, names in columns.items():
             target = f"{OUTPUT_CATALOG}.main.{quote_ident(mart)}"
             if mart not in stored:
                 con.execute(f"create table {target} as {incoming_rows(mart)} limit 0", params)
-            else:
+            elif not set(names) <= stored[mart]:
                 add_new_columns(con, mart, stored[mart])
         con.execute("begin")
         try:
-            for mart in marts:
+            for mart in columns:
                 target = f"{OUTPUT_CATALOG}.main.{quote_ident(mart)}"
                 con.execute(f"delete from {target} where list_contains($mondays, week_start)",  # noqa: S608
                             {"mondays": mondays})
@@ -167,5 +167,6 @@ def write_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window) -> di
     check_marts(tables.items())  # before anything is written: a mart off its declared types is a bug
     with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
         files = pool.submit(write_week_files, out, tables, mondays)
-        replace_weeks(con, out / DATABASE_FILE, list(tables), window, before_commit=files.result)
+        columns = {mart: table.column_names for mart, table in tables.items()}
+        replace_weeks(con, out / DATABASE_FILE, columns, window, before_commit=files.result)
     return {mart: table.num_rows for mart, table in tables.items()}
