@@ -47,8 +47,8 @@ def row_params(window: Window) -> dict[str, object]:
 def incoming_rows(mart: str) -> str:
     """The target weeks' rows of a mart with ``as_of`` and ``mature``, as SQL over the job's connection.
 
-    Parameters: ``row_params``. Built in SQL, not in Arrow: ``pa.array`` and ``pa.scalar`` import pandas,
-    as does registering an Arrow table in DuckDB (a sixth of a second of a run that otherwise never needs it).
+    Parameters: ``row_params``. Built in SQL, not in Arrow, so that no pandas import is needed
+    (``arrow_buffers.py`` says why).
     """
     return (
         "select *, $as_of::timestamptz as as_of, list_contains($mature::date[], week_start) as mature "  # noqa: S608
@@ -73,11 +73,6 @@ OUTPUT_CATALOG = "semif_out"
 """The name the output DuckDB file is attached under while the marts are copied into it."""
 
 
-def sql_string(text: str) -> str:
-    """``text`` as a SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def replace_weeks(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -95,7 +90,7 @@ def replace_weeks(
     """
     mondays = window.targets()
     params = row_params(window)
-    con.execute(f"attach {sql_string(str(path))} as {OUTPUT_CATALOG}")
+    con.execute(f"attach $path as {OUTPUT_CATALOG}", {"path": str(path)})
     try:
         stored = stored_columns(con)
         for mart, names in columns.items():

@@ -138,7 +138,7 @@ class WindowFiles:
 def _dataset(root: Root, dataset: str, files: list[str]) -> pads.Dataset:
     """The files as a pyarrow dataset of the records schema (no file is opened; missing columns null).
 
-    Only S3 roots need it: ``pyarrow.dataset`` imports pandas (a sixth of a second), so it is imported here.
+    Only S3 roots need it, and ``pyarrow.dataset`` imports pandas (``arrow_buffers.py``): imported here.
     """
     import pyarrow.dataset as pads  # noqa: PLC0415  (see the docstring)
 
