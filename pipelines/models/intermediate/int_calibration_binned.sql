@@ -4,14 +4,15 @@
 -- confidence. Edge k lies strictly below c exactly when c > v_k, the sorted value at the 0-based index
 -- m_k = floor(k (n - 1) / B), so the bins need those B - 1 order statistics only, not a sort
 -- (`int_calibration_buckets`, `int_calibration_edges`): a row's bin is the number of edges in lower
--- confidence buckets plus those in its own bucket that are below it.
+-- confidence buckets plus those in its own bucket that are below it. The rows are summed per model scope
+-- first; their all-models scope (one per model scope) is looked up on those sums.
 with labelled as (
     select * from int_calibration_labelled
 ),
 
 binned as (
     select
-        labelled.week_start, labelled.model_scope, labelled.all_scope, labelled.block,
+        labelled.week_start, labelled.model_scope, labelled.block,
         case when bucket_bins.model_inside is null then bucket_bins.model_below
              else bucket_bins.model_below
                   + len(list_filter(bucket_bins.model_inside, lambda e: e < labelled.confidence)) end as model_bin,
@@ -34,9 +35,10 @@ scoped as (
     from binned
     group by all
     union all
-    select week_start, all_scope, all_bin, block, sum(n), sum(sum_confidence), sum(correct),
-        min(confidence_min), max(confidence_max)
+    select binned.week_start, scopes.all_scope, binned.all_bin, binned.block, sum(binned.n),
+        sum(binned.sum_confidence), sum(binned.correct), min(binned.confidence_min), max(binned.confidence_max)
     from binned
+    join (select distinct model_scope, all_scope from int_segments) as scopes using (model_scope)
     group by all
 ),
 

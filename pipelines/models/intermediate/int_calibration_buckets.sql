@@ -5,7 +5,7 @@ with labelled as (
 ),
 
 final as (
-    select week_start, model_scope, all_scope, bucket, count(*) as n
+    select week_start, model_scope, bucket, count(*) as n
     from labelled
     group by all
 )

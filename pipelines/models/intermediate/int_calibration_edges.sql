@@ -2,30 +2,31 @@
 -- many edges lie in lower buckets and which edge values lie inside it. Edge k of a scope with n labelled
 -- decisions is v_k, the sorted confidence at the 0-based index m_k = floor(k (n - 1) / B); the bucket
 -- holding m_k is found from the running counts of `int_calibration_buckets`, and only that bucket's
--- rows are ranked to read v_k.
-with labelled as (
-    select * from int_calibration_labelled
-),
-
-params as (
+-- rows are ranked to read v_k (read in one pass over the labelled decisions, by week and bucket, for the
+-- model and the all-models scopes together).
+with params as (
     select ece_bins from run_params
 ),
 
+scopes as (  -- each model scope's all-models scope
+    select distinct model_scope, all_scope from int_segments
+),
+
 cells as (
-    select * from int_calibration_buckets
+    select buckets.*, scopes.all_scope from int_calibration_buckets as buckets join scopes using (model_scope)
 ),
 
 counts as (
-    select week_start, model_scope as scope, bucket, sum(n) as n from cells group by all
+    select week_start, model_scope as scope, bucket, sum(n)::bigint as n from cells group by all
     union all
-    select week_start, all_scope, bucket, sum(n) from cells group by all
+    select week_start, all_scope, bucket, sum(n)::bigint from cells group by all
 ),
 
 cumulative as (
     select
         *,
-        sum(n) over (partition by week_start, scope order by bucket) - n as below,
-        sum(n) over (partition by week_start, scope) as total
+        (sum(n) over (partition by week_start, scope order by bucket))::bigint - n as below,
+        (sum(n) over (partition by week_start, scope))::bigint as total
     from counts
 ),
 
@@ -43,18 +44,24 @@ wanted as (
     select distinct week_start, scope, bucket from targets
 ),
 
+near as (  -- the few labelled decisions in a bucket some scope wants, found in one pass
+    select labelled.week_start, labelled.model_scope, labelled.bucket, labelled.confidence
+    from int_calibration_labelled as labelled
+    semi join (select distinct week_start, bucket from wanted) as wanted_buckets
+        on wanted_buckets.week_start = labelled.week_start and wanted_buckets.bucket = labelled.bucket
+),
+
 candidates as (
-    select labelled.week_start, labelled.model_scope as scope, labelled.bucket, labelled.confidence
-    from labelled
+    select near.week_start, near.model_scope as scope, near.bucket, near.confidence
+    from near
     semi join wanted
-        on wanted.week_start = labelled.week_start and wanted.scope = labelled.model_scope
-        and wanted.bucket = labelled.bucket
+        on wanted.week_start = near.week_start and wanted.scope = near.model_scope and wanted.bucket = near.bucket
     union all
-    select labelled.week_start, labelled.all_scope, labelled.bucket, labelled.confidence
-    from labelled
+    select near.week_start, scopes.all_scope, near.bucket, near.confidence
+    from near
+    join scopes using (model_scope)
     semi join wanted
-        on wanted.week_start = labelled.week_start and wanted.scope = labelled.all_scope
-        and wanted.bucket = labelled.bucket
+        on wanted.week_start = near.week_start and wanted.scope = scopes.all_scope and wanted.bucket = near.bucket
 ),
 
 ranked as (
