@@ -9,18 +9,26 @@ with decisions as (
     select * from int_decisions
 ),
 
+flags as (  -- one count per combination of the flags: a few rows per segment and week
+    select
+        segment, week_start, sampled, is_scored, joined, joined and outcome_pos is null as outside,
+        count(*) as n
+    from decisions
+    group by all
+),
+
 per_segment as (
     select
         segment, week_start,
-        count(*) as offered,
-        count(*) filter (where sampled) as sampled,
-        count(*) filter (where is_scored) as scored,
-        count(*) filter (where not is_scored) as not_scored,
-        count(*) filter (where labelled) as labelled,
-        count(*) filter (where is_scored and not joined) as unjoined,
-        count(*) filter (where joined) as with_outcome,
-        count(*) filter (where joined and outcome_pos is null) as outside_options
-    from decisions
+        sum(n) as offered,
+        coalesce(sum(n) filter (where sampled), 0) as sampled,
+        coalesce(sum(n) filter (where is_scored), 0) as scored,
+        coalesce(sum(n) filter (where not is_scored), 0) as not_scored,
+        coalesce(sum(n) filter (where is_scored and joined), 0) as labelled,
+        coalesce(sum(n) filter (where is_scored and not joined), 0) as unjoined,
+        coalesce(sum(n) filter (where joined), 0) as with_outcome,
+        coalesce(sum(n) filter (where outside), 0) as outside_options
+    from flags
     group by all
 ),
 
