@@ -15,7 +15,7 @@ given with `--baseline-tree`. Both trees' `pipelines` package run under this tre
     .venv/bin/python -P bench/pipelines_pairs.py /tmp/semif-bench-pipelines/records-10000000-zstd \\
         --baseline 7c97460 --pairs 16 --reference-seconds 9.6
 
-The records come from `bench/pipelines.py` (`ensure_data`); 16 pairs at 10M take about 8 minutes here.
+The records come from `bench/pipelines.py` (`ensure_data`); 16 pairs at 10M take about 9 minutes here.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ def main() -> None:
         for index in range(args.pairs):
             order = ("A", "B") if index % 2 == 0 else ("B", "A")
             runs = {name: run_job(baseline if name == "A" else HERE, args.root) for name in order}
-            pairs.append((runs["A"], runs["B"]))
             a, b = runs["A"], runs["B"]
+            pairs.append((a, b))
             print(f"pair {index + 1:3} ({' '.join(order)}): A {a.wall:6.2f} s {a.cpu:6.2f} CPU-s  "
                   f"B {b.wall:6.2f} s {b.cpu:6.2f} CPU-s  B/A {b.wall / a.wall:.3f}  "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
