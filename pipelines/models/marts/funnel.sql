@@ -11,7 +11,7 @@ with decisions as (
 
 flags as (  -- one count per combination of the flags: a few rows per segment and week
     select
-        segment, week_start, sampled, is_scored, joined, joined and outcome_pos is null as outside,
+        segment, week_start, sampled, is_scored, joined, labelled, joined and outcome_pos is null as outside,
         count(*) as n
     from decisions
     group by all
@@ -24,7 +24,7 @@ per_segment as (
         coalesce(sum(n) filter (where sampled), 0) as sampled,
         coalesce(sum(n) filter (where is_scored), 0) as scored,
         coalesce(sum(n) filter (where not is_scored), 0) as not_scored,
-        coalesce(sum(n) filter (where is_scored and joined), 0) as labelled,
+        coalesce(sum(n) filter (where labelled), 0) as labelled,
         coalesce(sum(n) filter (where is_scored and not joined), 0) as unjoined,
         coalesce(sum(n) filter (where joined), 0) as with_outcome,
         coalesce(sum(n) filter (where outside), 0) as outside_options
