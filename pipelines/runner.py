@@ -207,11 +207,32 @@ def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFil
             files.register(con)
 
 
-def check_segments(con: duckdb.DuckDBPyConnection) -> None:
-    """Decisions carry their segment as a 64-bit hash: refuse to go on if two segments ever shared one."""
-    (shared,) = con.sql("select count(*) - count(distinct segment) from int_segments").fetchall()[0]
+SEGMENT_CHECK = (
+    "select (select count(*) - count(distinct segment) from int_segments) as shared,"
+    " (select count(*) from int_decisions) - (select coalesce(sum(offered), 0) from int_segment_hours)"
+    " as unnamed"
+)
+"""Both engines' check of the segments: hashes naming two segments, decisions whose segment is not named."""
+
+
+def segment_problem(shared: int, unnamed: int) -> str | None:
+    """What ``SEGMENT_CHECK``'s counts say is wrong, if anything."""
     if shared:
-        raise PipelinesError("two segments share a hash in int_segments; results would be merged")
+        return "two segments share a hash in int_segments; results would be merged"
+    if unnamed:
+        return f"{unnamed} decisions have a segment int_segment_hours does not name; marts would miss them"
+    return None
+
+
+def check_segments(con: duckdb.DuckDBPyConnection) -> None:
+    """Decisions carry their segment as a 64-bit hash: refuse to go on if two segments ever shared one.
+
+    Also if a segment's strings were not found: every decision must be counted in ``int_segment_hours``.
+    """
+    (shared, unnamed) = con.sql(SEGMENT_CHECK).fetchall()[0]
+    problem = segment_problem(shared, unnamed)
+    if problem is not None:
+        raise PipelinesError(problem)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,15 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from contracts.records import DROPS, SCHEMAS
 from pipelines.errors import NoInput, PipelinesError
 from pipelines.mart_schema import DECLARED
-from pipelines.runner import CONFIG_TABLES, RunResult, config_rows, run_parameters, write_job_marts
+from pipelines.runner import (
+    CONFIG_TABLES,
+    SEGMENT_CHECK,
+    RunResult,
+    config_rows,
+    run_parameters,
+    segment_problem,
+    write_job_marts,
+)
 from pipelines.source import WindowFiles, list_files
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.spark_udfs import register_spark_udfs
@@ -189,10 +197,11 @@ def build(
 
 
 def check_segments(spark: SparkSession) -> None:
-    """Two segments sharing a hash would be merged: stop (as ``runner.check_segments``)."""
-    (row,) = spark.sql("select count(*) - count(distinct segment) as shared from int_segments").collect()
-    if row.shared:
-        raise PipelinesError("two segments share a hash in int_segments; results would be merged")
+    """Two segments sharing a hash, or decisions no segment names: stop (as ``runner.check_segments``)."""
+    (row,) = spark.sql(SEGMENT_CHECK).collect()
+    problem = segment_problem(row.shared, row.unnamed)
+    if problem is not None:
+        raise PipelinesError(problem)
 
 
 def conform(table: pa.Table, mart: str) -> pa.Table:

@@ -19,14 +19,13 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("staging", "stg_proposals"),
     ("staging", "stg_outcomes"),
     ("staging", "stg_drops"),
+    # the one pass over the proposals' strings and option lists: every later model reads its tables
+    ("intermediate", "int_decisions"),
     ("intermediate", "int_segment_hours"),
     ("intermediate", "int_segment_weeks"),
     ("intermediate", "int_segments"),
     ("intermediate", "int_scopes"),
-    # latency reads only the proposals and int_segment_hours: built before int_decisions, its quantiles'
-    # buffers (every scored decision's two times) do not add to the decision table's memory
     ("marts", "latency"),
-    ("intermediate", "int_decisions"),
     ("intermediate", "int_usage"),
     ("intermediate", "int_cube"),
     ("intermediate", "int_cube_scoped"),

@@ -3,9 +3,11 @@
 -- as positions in the segment's options; an id outside them is kept as text); the probability vector is
 -- kept only for labelled decisions whose outcome is an option and that are not `one_hot` (Brier, log-loss,
 -- classwise calibration; one-hot rows say nothing about calibration and every calibration metric skips them),
--- the decision id and time only where a severe error is possible; `decision_key` (the id's 64-bit hash)
--- pairs the rows of several candidates on one decision (`paired`). Latency and usage read the proposals.
--- Materialized once so the raw Parquet is scanned and joined once.
+-- the decision id only where a severe error is possible; `decision_key` (the id's 64-bit hash)
+-- pairs the rows of several candidates on one decision (`paired`). The time, scorer and end-to-end
+-- milliseconds and prompt tokens of every decision are kept for `int_segment_hours` and `latency`, so the
+-- proposals' Parquet is scanned once: here, the one pass that decodes the strings and option lists.
+-- Materialized once (one decision type at a time) so the raw Parquet is scanned and joined once.
 with proposals as (
     select * from stg_proposals
 ),
@@ -52,8 +54,11 @@ final as (
         (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,
-        case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
-             then received_at end as received_at
+        received_at,
+        scorer_ms,
+        total_ms,
+        prompt_tokens,
+        cached_tokens
     from joined, params
 )
 

@@ -1,10 +1,13 @@
 -- Exact p50/p95/p99 of scorer and end-to-end time (quantile_cont: linear interpolation, numpy's default)
 -- and throughput per decision type, week, backend, device and instance type (CPU and GPU side by side).
--- Straight from the proposals: latency needs no outcome. The busiest hour comes from `int_segment_hours`.
+-- Every scored decision's times from `int_decisions` (latency needs no outcome: the left join keeps the
+-- unlabelled ones), its fleet from `int_segments`. The busiest hour comes from `int_segment_hours`.
 with scored as (
-    select decision_type, week_start, backend, device, instance_type, scorer_ms, total_ms
-    from stg_proposals
-    where status = 'scored'
+    select segments.decision_type, decisions.week_start, segments.backend, segments.device,
+        segments.instance_type, decisions.scorer_ms, decisions.total_ms
+    from int_decisions as decisions
+    join int_segments as segments using (segment)
+    where segments.is_scored
 ),
 
 hourly as (
