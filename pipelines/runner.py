@@ -25,7 +25,7 @@ from pipelines.errors import PipelinesError
 from pipelines.output import write_marts
 from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
-from pipelines.sqlmodels import Model, load_models, quote_ident, window_variable_statements
+from pipelines.sqlmodels import SPENT_AFTER, Model, load_models, quote_ident, window_variable_statements
 from pipelines.udfs import register_udfs
 
 if TYPE_CHECKING:
@@ -170,7 +170,8 @@ def build(
     """Create every model in order; return seconds per model.
 
     With the window's ``files``, ``int_decisions`` (the join of proposals and outcomes, whose hash tables
-    dominate the job's memory) is built one decision type at a time, largest first.
+    dominate the job's memory) is built one decision type at a time, largest first. The columns
+    ``SPENT_AFTER`` names are dropped once the last model reading them is built.
     """
     seconds: dict[str, float] = {}
     for model in models:
@@ -180,6 +181,11 @@ def build(
                 build_by_type(con, model, files)
             else:
                 con.execute(model.create_statement())
+            if model.name in SPENT_AFTER:
+                table, columns = SPENT_AFTER[model.name]
+                for column in columns:
+                    drop = f"drop column if exists {quote_ident(column)}"
+                    con.execute(f"alter table if exists {quote_ident(table)} {drop}")
         except duckdb.Error as exc:
             raise PipelinesError(f"model {model.name} failed: {exc}") from exc
         seconds[model.name] = time.perf_counter() - started

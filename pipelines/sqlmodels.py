@@ -58,6 +58,14 @@ ORDER: tuple[tuple[str, str], ...] = (
 )
 """Every model in dependency order."""
 
+SPENT_AFTER: dict[str, tuple[str, tuple[str, ...]]] = {
+    "latency": ("int_decisions", ("scorer_ms", "total_ms", "prompt_tokens", "cached_tokens")),
+}
+"""Columns no model after the named one reads: ``{model: (table, columns)}``. The DuckDB runner drops them
+once that model is built, so they stop holding memory (24 bytes a decision; at 10M decisions with two
+candidates the decision table outgrows the default 2 GB ``memory_limit``, and what is kept past it is
+spilled and read back by the later models)."""
+
 WINDOW_VARIABLES = ("read_start", "read_end", "as_of")
 """DuckDB variables holding the window's instants, copied from ``run_params``. The staging models filter the
 raw timestamps with ``getvariable(name)``: a constant, so the filter runs inside the Parquet scan."""

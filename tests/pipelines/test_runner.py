@@ -19,7 +19,7 @@ import pytest
 
 from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
-from pipelines.sqlmodels import load_models, mart_names
+from pipelines.sqlmodels import SPENT_AFTER, load_models, mart_names, quote_ident
 from tests.pipelines.conftest import AS_OF, Computed, run_window
 
 if TYPE_CHECKING:
@@ -148,10 +148,12 @@ def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(comp
     model = next(m for m in load_models() if m.name == "int_decisions")
     con = computed.con
     con.execute(f"create or replace temp table whole_decisions as {model.sql}")
+    # the columns the run dropped once spent (sqlmodels.SPENT_AFTER) are compared by test_spent_columns_...
+    kept = ", ".join(quote_ident(c) for c in con.table("int_decisions").columns)
     try:
         (differ,) = con.sql(
-            "select count(*) from ((from whole_decisions except all from int_decisions) "
-            "union all (from int_decisions except all from whole_decisions))"
+            f"select count(*) from ((select {kept} from whole_decisions except all from int_decisions) "  # noqa: S608
+            f"union all (from int_decisions except all select {kept} from whole_decisions))"
         ).fetchall()[0]
         (rows, offered) = con.sql(
             "select (select count(*) from int_decisions), (select sum(offered) from funnel)"
@@ -160,6 +162,18 @@ def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(comp
         con.execute("drop table whole_decisions")
     assert differ == 0
     assert rows == offered > 0
+
+
+def test_spent_columns_are_dropped_once_their_last_reader_is_built(computed: Computed) -> None:
+    """Given a whole run: each ``SPENT_AFTER`` column is gone from its table, every other column kept.
+
+    The later models were built on the table without them (a model reading one fails the run), and the
+    marts of that run are the ones every mart test checks.
+    """
+    for table, columns in SPENT_AFTER.values():
+        assert not set(columns) & set(computed.con.table(table).columns)
+    kept = set(computed.con.table("int_decisions").columns)
+    assert {"segment", "received_at", "decision_key", "probabilities", "confidence"} <= kept
 
 
 def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(
