@@ -6,7 +6,8 @@
 -- The counts are summed from `int_decisions` (integer keys, no strings). The strings of each segment are
 -- decoded from the proposals only at its first decision: the join's few instants filter the scan on
 -- `received_at`, so the option lists and strings of the other rows are never read again. Two string sets
--- under one hash would give two rows per segment in `int_segments`, which the runner refuses.
+-- under one hash that meet there give two rows per segment in `int_segments`, and a segment whose strings
+-- were not found leaves its decisions uncounted: the runner refuses both (`runner.check_segments`).
 with decisions as (
     select * from int_decisions
 ),
