@@ -183,9 +183,8 @@ def build(
                 con.execute(model.create_statement())
             if model.name in SPENT_AFTER:
                 table, columns = SPENT_AFTER[model.name]
-                for column in columns:
-                    drop = f"drop column if exists {quote_ident(column)}"
-                    con.execute(f"alter table if exists {quote_ident(table)} {drop}")
+                for column in columns:  # a misnamed column fails the run rather than stay in memory
+                    con.execute(f"alter table {quote_ident(table)} drop column {quote_ident(column)}")
         except duckdb.Error as exc:
             raise PipelinesError(f"model {model.name} failed: {exc}") from exc
         seconds[model.name] = time.perf_counter() - started
