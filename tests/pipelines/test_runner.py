@@ -148,7 +148,8 @@ def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(comp
     model = next(m for m in load_models() if m.name == "int_decisions")
     con = computed.con
     con.execute(f"create or replace temp table whole_decisions as {model.sql}")
-    # the columns the run dropped once spent (sqlmodels.SPENT_AFTER) are compared by test_spent_columns_...
+    # the run dropped the spent columns (sqlmodels.SPENT_AFTER); their sums and quantiles are checked through
+    # int_segment_hours (tests/pipelines/intermediate) and the latency and cost marts
     kept = ", ".join(quote_ident(c) for c in con.table("int_decisions").columns)
     try:
         (differ,) = con.sql(

@@ -5,9 +5,9 @@
 -- classwise calibration; one-hot rows say nothing about calibration and every calibration metric skips them),
 -- the decision id only where a severe error is possible; `decision_key` (the id's 64-bit hash)
 -- pairs the rows of several candidates on one decision (`paired`). The time, scorer and end-to-end
--- milliseconds and prompt tokens of every decision are kept for `int_segment_hours` and `latency`, so the
--- proposals' Parquet is scanned once: here, the one pass that decodes the strings and option lists.
--- Materialized once (one decision type at a time) so the raw Parquet is scanned and joined once.
+-- milliseconds and prompt tokens of every decision are kept for `int_segment_hours` and `latency` (the
+-- runner drops them after `latency`). Materialized once, one decision type at a time: the one full scan
+-- of the proposals' Parquet (the only pass that decodes their strings and option lists) and its join.
 with proposals as (
     select * from stg_proposals
 ),
