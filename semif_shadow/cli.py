@@ -29,6 +29,7 @@ COMMANDS = {
     "records": ("shadow.records.cli", "records", "Inspect and compact the shadow records."),
     "pipelines": ("pipelines.cli", "pipelines", "The weekly DuckDB jobs over the records."),
     "review": ("dashboards.cli", "review", "The weekly rollout review report from the marts."),
+    "audit": ("audit.cli", "audit", "Audits: draw a week's sample, serve the page where people answer it."),
 }
 """name -> (module, attribute, one-line help): the command tree, without importing it."""
 
