@@ -28,11 +28,12 @@ from shadow.api.middlewares import body_budget_middleware, error_middleware, log
 from shadow.api.routes import setup_routes
 from shadow.dispatch import Dispatcher
 from shadow.keys import BODY_BUDGET, CATALOG, METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
+from shadow.lanes import Limits
 from shadow.live_catalog import build_runtimes
 from shadow.log_budget import install_budget_filter
 from shadow.looplag import LoopLag
 from shadow.metrics import Metrics
-from shadow.mirror import Limits, Mirror
+from shadow.mirror import Mirror
 from shadow.proposals import RowStamp
 from shadow.recorder import Recorder
 from shadow.records.store import RecordStore

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shadow.throughput import Throughput
@@ -24,7 +25,6 @@ from shadow.throughput import Throughput
 if TYPE_CHECKING:
     from shadow.dispatch import Dispatcher
     from shadow.metrics import Metrics
-    from shadow.mirror import Limits
     from shadow.proposals import Decision
     from shadow.recorder import Recorder
 
@@ -32,6 +32,15 @@ log = logging.getLogger(__name__)
 
 QUEUE_SHARE = 0.5
 """A queued decision may wait about this share of its deadline; the rest is for its scorer call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Each lane's queue bounds and pool size."""
+
+    max_items: int
+    max_bytes: int
+    workers: int
 
 
 class Lane:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from contracts.records import DEFAULT_CANDIDATE
 from shadow import clock
-from shadow.lanes import Lane
+from shadow.lanes import Lane, Limits
 from shadow.proposals import Decision
 from shadow.records.sink import SinkFull
 from shadow.sampling import is_sampled
@@ -52,15 +52,6 @@ def _mark_failure(mark: asyncio.Future[None] | None) -> str | None:
     if mark is None or mark.cancelled() or mark.exception() is None:
         return None
     return "disk_full" if isinstance(mark.exception(), SinkFull) else "internal_error"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Each lane's queue bounds and pool size."""
-
-    max_items: int
-    max_bytes: int
-    workers: int
 
 
 class Mirror:

@@ -11,7 +11,7 @@ import json
 import random
 from typing import TYPE_CHECKING
 
-from semif_shadow.demo.router import Rules
+from semif_shadow.demo.rules import Rules
 from semif_shadow.demo.workload import Ticket
 
 if TYPE_CHECKING:

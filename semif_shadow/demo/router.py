@@ -11,51 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-REVIEW = "review"
+from semif_shadow.demo.clinc import CLINC_RULES
+from semif_shadow.demo.rules import SUPPORT_RULES, Rules, route
 
-
-@dataclass(frozen=True)
-class Rules:
-    """The router's rules: out-of-scope phrases and their actions, then keywords per team."""
-
-    out_of_scope: tuple[tuple[str, str], ...]
-    keywords: dict[str, tuple[str, ...]]
-
-
-
-SUPPORT_RULES = Rules(
-    (("partnership", "forward_to_sales"), ("reseller", "forward_to_sales"), ("quote", "forward_to_sales"),
-     ("apply for", "close_no_reply"), ("unsubscribe", "close_no_reply")),
-    {
-        "billing": ("charged", "refund", "invoice", "billed", "payment", "price", "vat", "fee", "paid"),
-        "technical": ("crash", "sync", "error", "fails", "load", "export", "bug", "update", "two-factor"),
-        "account": ("log in", "login", "password", "account", "email address", "admin", "locked"),
-        "shipping": ("parcel", "order", "delivery", "tracking", "carrier", "address", "return label", "box"),
-    },
-)
 RULES_KEY = web.AppKey("rules", Rules)
-
-
-def route(rules: Rules, text: str) -> tuple[str, str]:
-    """The team (or action) for a ticket's text, and the rule that decided it."""
-    lowered = text.lower()
-    for phrase, action in rules.out_of_scope:
-        if phrase in lowered:
-            return action, f"out_of_scope:{phrase}"
-    hits = {team: sum(len(re.findall(rf"\b{re.escape(k)}", lowered)) for k in words)
-            for team, words in rules.keywords.items()}
-    ranked = sorted(hits.items(), key=lambda kv: -kv[1])
-    if ranked[0][1] == 0:
-        return REVIEW, "no_keyword"
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return REVIEW, f"tie:{ranked[0][0]}+{ranked[1][0]}"
-    return ranked[0][0], f"keywords:{ranked[0][0]}"
 
 
 async def handle_route(request: web.Request) -> web.Response:
@@ -94,8 +57,6 @@ def init_app(rules: Rules) -> web.Application:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve on 127.0.0.1 until SIGTERM or SIGINT."""
-    from semif_shadow.demo.clinc import CLINC_RULES  # noqa: PLC0415  (the rules tables)
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--rules", choices=("synthetic", "clinc150"), default="synthetic")

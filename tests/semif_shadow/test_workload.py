@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from semif_shadow.demo import clinc, trial
 from semif_shadow.demo.cli import demo
-from semif_shadow.demo.router import REVIEW, SUPPORT_RULES, init_app, route
+from semif_shadow.demo.router import init_app
+from semif_shadow.demo.rules import REVIEW, SUPPORT_RULES, route
 from semif_shadow.demo.workload import OUT_OF_SCOPE_ACTIONS, TEAMS, synthetic
 from tests.conftest import CLINC150
 
