@@ -93,9 +93,9 @@ async def serve(settings: ShadowSettings) -> None:
     from aiohttp import web  # noqa: PLC0415
 
     from shadow.app import init_app  # noqa: PLC0415
+    from shadow.intake.supervisor import running_proxy, running_proxy_process  # noqa: PLC0415
     from shadow.keys import MIRROR  # noqa: PLC0415
     from shadow.proxy.relay import Upstream  # noqa: PLC0415
-    from shadow.proxy.supervisor import running_proxy, running_proxy_process  # noqa: PLC0415
 
     if settings.proxy_port is not None:
         Upstream.parse(settings.upstream_url)  # refuse a bad URL before anything starts

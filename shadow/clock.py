@@ -1,6 +1,6 @@
 """The wall clock the sidecar stamps records with: one seam, so a simulation replaces exactly this.
 
-``received_at`` (`shadow.mirror`), a proxy outcome's ``outcome_at`` (`shadow.proxy.extract`) and the
+``received_at`` (`shadow.mirror`), a proxy outcome's ``outcome_at`` (`shadow.intake.extract`) and the
 minute of a ``drops`` summary (`shadow.drops`) come from `now`. Nothing else reads it: timeouts and
 deadlines use ``time.monotonic``, and file names, the API's "not in the future" check and log lines use
 the real clock. There is no setting for it (a live sidecar must never be told what time it is); the

@@ -1,7 +1,7 @@
 """A log budget per request: no request (or proxied exchange) can make the sidecar write unbounded logs.
 
 `request_budget` opens a `Budget` in a context variable for the time one API request or one mirrored
-exchange is handled (the API's middleware, ``shadow.proxy.extract.mirror_messages``); tasks started
+exchange is handled (the API's middleware, ``shadow.intake.extract.mirror_messages``); tasks started
 meanwhile share it. `BudgetFilter`, on every handler of the root logger, counts each record logged
 while a budget is open, its message and traceback bytes, and drops the records past
 ``SHADOW_LOG_REQUEST_MAX_LINES`` or ``SHADOW_LOG_REQUEST_MAX_BYTES``. The first record over the budget

@@ -5,9 +5,9 @@
     relay.py       the relay server (`ProxyServer`), its config and the hooks it reports to
     channel.py     the hand-off channel's frames, and the relay's hooks that write them
     main.py        the relay process's entry point (``python -I``, minimal environment, cwd ``/``)
-    supervisor.py  in the sidecar: binds the port, runs and restarts the relay process, reads the channel
-    extract.py     in the sidecar: decisions and outcomes extracted from finished exchanges
 
-The relay process loads framing, connection, relay, channel, main and errors only: no catalog, mirror or
-record store, and no secret.
+Only what runs in the relay process lives here. The relay process loads these modules and the error
+trees only: no catalog, mirror or record store, and no secret. The sidecar's half of proxy mode (the
+supervisor that runs this process, and the extraction of decisions from what it hands over) is
+`shadow.intake`.
 """

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
-from shadow.proxy.supervisor import running_proxy, running_proxy_process
+from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.records.settings import RecordSettings
 from tests.shadow import test_redaction
 from tests.shadow.conftest import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog

@@ -18,7 +18,7 @@ import pytest
 from shadow.errors import ShadowError
 from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
-from shadow.proxy.supervisor import ProxyProcess, running_proxy, running_proxy_process
+from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from tests.shadow.conftest import (
     free_port,
     read_rows,
@@ -295,7 +295,7 @@ async def test_relay_process_is_restarted_when_it_dies(scorer_url: str, tmp_path
 async def test_the_relay_on_the_sidecars_loop_says_so_at_start(
         mode: str, scorer_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """``SHADOW_PROXY_PROCESS=false`` is for tests and low rates: starting that way logs a warning."""
-    with caplog.at_level(logging.WARNING, logger="shadow.proxy.supervisor"):
+    with caplog.at_level(logging.WARNING, logger="shadow.intake.supervisor"):
         async with proxy_stack(tmp_path, scorer_url, mode):
             pass
     events = [getattr(r, "fields", {}).get("event") for r in caplog.records if r.levelno == logging.WARNING]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from shadow.proxy.supervisor import running_proxy, running_proxy_process
+from shadow.intake.supervisor import running_proxy, running_proxy_process
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange
 

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shadow.errors import ShadowError
+from shadow.intake.extract import MirrorHooks, catalog_routes, count_relay_drops, mirror_messages
 from shadow.keys import METRICS
 from shadow.proxy.channel import FRAME, decode_exchange
-from shadow.proxy.extract import MirrorHooks, catalog_routes, count_relay_drops, mirror_messages
 from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 
 if TYPE_CHECKING:
