@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from contracts.errors import CatalogError
-from contracts.records import DEFAULT_CANDIDATE
+from contracts.records import DEFAULT_CANDIDATE, NONE_OF_THESE
 from contracts.semif import Normalization, format_loc
 
 if TYPE_CHECKING:
@@ -173,6 +173,8 @@ class DecisionType(_Strict):
         ids = [o.id for o in self.options]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate option ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+        if NONE_OF_THESE in ids:
+            raise ValueError(f"option id {NONE_OF_THESE!r} is reserved for an audit's 'none of these' answer")
         if self.review_option is not None and self.review_option not in ids:
             raise ValueError(f"review_option {self.review_option!r} is not one of the option ids")
         if self.experiment_ends_at.tzinfo is None:

@@ -1,8 +1,13 @@
-"""Records v1.1 as Arrow schemas, the Parquet settings, and the model identity key.
+"""Records v1.2 as Arrow schemas, the Parquet settings, and the model identity key.
 
 The one definition that the sidecar's writer, the pipelines and the review read (``docs/records.md``).
-v1.1 is additive: files written before it lack the `V1_1_PROPOSALS` / `V1_1_OUTCOMES` columns and carry
-``record_version`` 1; readers treat the missing columns as null. Files with them carry 2.
+Each version only adds columns: files written before v1.1 lack the `V1_1_PROPOSALS` / `V1_1_OUTCOMES`
+columns and carry ``record_version`` 1; files written before v1.2 lack `V1_2_OUTCOMES` and carry 2.
+Readers treat a missing added column (`ADDED_AFTER_V1`) as null. Files with every column carry 3.
+
+v1.2 adds audits: an outcomes row with ``source = 'audit'`` (`SOURCE_AUDIT`) is a person's answer to
+"what was right" for a decision of an audit sample, not production's outcome; its ``outcome`` is an
+option id or `NONE_OF_THESE`.
 """
 
 from __future__ import annotations
@@ -13,15 +18,15 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-RECORD_VERSION: Final = 2
-"""What this writer puts in ``record_version``: 2 is records v1.1 (1: v1, without the new columns)."""
+RECORD_VERSION: Final = 3
+"""What this writer puts in ``record_version``: 3 is records v1.2 (2: v1.1, 1: v1, lacking later columns)."""
 
 COMPRESSION: Final = "zstd"
 """The Parquet codec of every records file (the sidecar's, compaction's and the generator's)."""
 
 FORMAT_KEY: Final = b"semif.records"
-FORMAT_VALUE: Final = b"v1.1"
-"""Parquet footer key and value naming the records format of a file (files before v1.1 say ``v1``)."""
+FORMAT_VALUE: Final = b"v1.2"
+"""Parquet footer key and value naming the records format of a file (older files say ``v1.1`` or ``v1``)."""
 
 DEFAULT_CANDIDATE: Final = "default"
 """The candidate name of a decision type's only scorer, when the catalog names none."""
@@ -80,6 +85,9 @@ OUTCOMES = pa.schema([
     ("writer_id", pa.string()),
     # v1.1
     ("in_options", pa.bool_()),
+    # v1.2
+    ("auditor", pa.string()),
+    ("audit_sample", pa.string()),
 ])
 
 DROPS = pa.schema([
@@ -97,6 +105,16 @@ V1_1_PROPOSALS: Final = frozenset({"candidate", "normalization", "model_identity
 V1_1_OUTCOMES: Final = frozenset({"in_options"})
 ADDED_IN_V1_1: Final = {"proposals": V1_1_PROPOSALS, "outcomes": V1_1_OUTCOMES}
 """Columns that files written before v1.1 lack (read as null)."""
+V1_2_OUTCOMES: Final = frozenset({"auditor", "audit_sample"})
+ADDED_IN_V1_2: Final = {"proposals": frozenset[str](), "outcomes": V1_2_OUTCOMES}
+"""Columns that files written before v1.2 lack (read as null)."""
+ADDED_AFTER_V1: Final = {name: ADDED_IN_V1_1[name] | ADDED_IN_V1_2[name] for name in ADDED_IN_V1_1}
+"""Every column a records file may lack (it was written by an older version): read as null."""
+
+SOURCE_AUDIT: Final = "audit"
+"""The ``source`` of an audit: an auditor's answer, kept apart from production's outcome by every reader."""
+NONE_OF_THESE: Final = "(none of these)"
+"""An auditor's answer when no option was right; the catalog refuses an option with this id."""
 
 SCHEMAS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
 """The two row datasets by name (drops are summaries, written apart)."""

@@ -311,6 +311,8 @@ def outcomes_table(rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, d
             "source": pa.array(["api"] * m, pa.string()),
             "writer_id": pa.array([WRITER] * m, pa.string()),
             "in_options": pa.array(value < len(chunk.spec.options)),  # review is not one of the options
+            "auditor": pa.nulls(m, pa.string()),
+            "audit_sample": pa.nulls(m, pa.string()),
         },
         schema=OUTCOMES,
     )

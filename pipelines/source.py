@@ -6,9 +6,10 @@ Partitions are pruned by their ``date=`` folder before anything is opened. The f
 type so that the one large join (``int_decisions``) can be built one type at a time.
 
 Local roots are read by DuckDB's own Parquet reader; ``s3://`` roots through a pyarrow dataset that
-DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records v1.1 schema from
+DuckDB scans (DuckDB cannot download its httpfs extension here). Both use the records v1.2 schema from
 ``contracts.records`` and fail with ``SchemaMismatch`` on a file that does not follow it. Files written
-before v1.1 lack its added columns; they read as null (a window of only v1.1 files takes the fast path).
+before v1.1 or v1.2 lack the columns added since; they read as null (a window of only v1.2 files takes the
+fast path).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from contracts.records import ADDED_IN_V1_1, DROPS, SCHEMAS
+from contracts.records import ADDED_AFTER_V1, DROPS, SCHEMAS
 from pipelines.errors import NoInput, SchemaMismatch
 from pipelines.sqlmodels import quote_ident
 
@@ -95,7 +96,7 @@ class WindowFiles:
     proposal_bytes: dict[str, int] = field(default_factory=dict)
     """Bytes of each type's proposals files: the size of its share of the join."""
     older: set[str] = field(default_factory=set)
-    """Datasets with files written before v1.1 (found by `check`): read by name, missing columns null."""
+    """Datasets with files written before v1.2 (found by `check`): read by name, missing columns null."""
     drops: dict[str, list[str]] = field(default_factory=dict)
     """The window's drop summary files, by decision type."""
 
@@ -182,7 +183,7 @@ def register(con: duckdb.DuckDBPyConnection, root: Root, dataset: str, files: li
 def check_schema(root: Root, dataset: str, files: list[str]) -> bool:
     """Every file of ``dataset`` holds the records columns with their types (``SchemaMismatch`` if not).
 
-    Returns whether every file has every column (False: some were written before v1.1). Reads each
+    Returns whether every file has every column (False: some were written before v1.2). Reads each
     file's footer.
     """
     complete = True
@@ -196,9 +197,9 @@ def check_schema(root: Root, dataset: str, files: list[str]) -> bool:
 
 
 def _check_schema(physical: pa.Schema, name: str, path: str, first_file: str) -> bool:
-    """The file must hold the v1 columns, and any v1.1 column it has, with their types (extras allowed)."""
+    """The file must hold the v1 columns, and any later column it has, with their types (extras allowed)."""
     complete = True
-    optional = ADDED_IN_V1_1.get(name, frozenset())
+    optional = ADDED_AFTER_V1.get(name, frozenset())
     for column in _SCHEMAS[name]:
         index = physical.get_field_index(column.name)
         if index < 0 and column.name in optional:

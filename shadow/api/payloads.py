@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contracts.errors import InvalidRequest
+from contracts.records import SOURCE_AUDIT
 from contracts.semif import decode_json, format_loc
 from shadow.errors import RequestError
 
@@ -23,6 +24,8 @@ CLOCK_SKEW = timedelta(minutes=1)
 """How far in the future an ``outcome_at`` may be (clocks differ a little); beyond, refused."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of half a UTF-16 pair: the only way a body gives a string that UTF-8 cannot hold."""
+_AUDITOR = re.compile(r"[A-Za-z0-9_.:-]+")
+"""An auditor id is pseudonymous: no '@' (an e-mail address is refused, not stored), no spaces (a name)."""
 
 
 class DecisionIn(BaseModel):
@@ -44,7 +47,7 @@ class DecisionBatch(BaseModel):
 
 
 class OutcomeIn(BaseModel):
-    """What production actually decided."""
+    """What production decided, or (``source: "audit"``, records v1.2) what an auditor says was right."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -52,8 +55,21 @@ class OutcomeIn(BaseModel):
     decision_id: Id
     outcome: Annotated[str, Field(min_length=1, max_length=256)]
     outcome_at: datetime | None = None
-    source: Literal["api"] = "api"
-    """Set by the sidecar (``api`` here, ``proxy`` for what the proxy saw), never chosen by a caller."""
+    source: Literal["api", "audit"] = "api"
+    """``api`` (production's outcome) unless the caller says ``audit``; ``proxy`` is the proxy's own."""
+    auditor: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    """An audit's pseudonymous auditor id (never an e-mail address: refused)."""
+    audit_sample: Id | None = None
+    """The id of the audit sample an audit answers."""
+
+    @field_validator("auditor")
+    @classmethod
+    def _pseudonymous(cls, value: str | None) -> str | None:
+        if value is not None and not _AUDITOR.fullmatch(value):
+            msg = ("must be a pseudonymous id (letters, digits, '.', '_', '-', ':'), "
+                   "never an e-mail address or a name")
+            raise ValueError(msg)
+        return value
 
     @field_validator("outcome_at")
     @classmethod
@@ -131,10 +147,27 @@ def parse_outcomes(data: Any) -> tuple[list[OutcomeIn], str]:
     return [_validate(OutcomeIn, data)], ""
 
 
+def check_audits(items: list[OutcomeIn], prefix: str) -> None:
+    """A 400 naming the field: an audit needs ``auditor`` and ``audit_sample``; other outcomes carry none."""
+    for i, item in enumerate(items):
+        audit = item.source == SOURCE_AUDIT
+        for name in ("auditor", "audit_sample"):
+            given = getattr(item, name) is not None
+            if given != audit:
+                field = prefix.format(i) + name
+                msg = (f"{field}: an audit (source 'audit') needs it" if audit
+                       else f"{field}: only an audit (source 'audit') carries it")
+                raise RequestError(msg, field=field)
+
+
 def outcome_row(item: OutcomeIn, option_ids: list[str]) -> dict[str, Any]:
-    """The outcomes row (records v1.1) for one reported outcome; ``in_options`` says if it is an option."""
+    """The outcomes row (records v1.2) for one reported outcome; ``in_options`` says if it is an option.
+
+    An audit's answer may be `NONE_OF_THESE` (or any id outside the options): ``in_options`` false.
+    """
     at = item.outcome_at or datetime.now(UTC)
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return {"decision_id": item.decision_id, "decision_type": item.decision_type, "outcome": item.outcome,
-            "outcome_at": at.astimezone(UTC), "source": item.source, "in_options": item.outcome in option_ids}
+            "outcome_at": at.astimezone(UTC), "source": item.source, "in_options": item.outcome in option_ids,
+            "auditor": item.auditor, "audit_sample": item.audit_sample}

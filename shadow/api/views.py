@@ -68,8 +68,9 @@ async def post_decisions(request: web.Request) -> web.Response:
 
 
 async def post_outcomes(request: web.Request) -> web.Response:
-    """Record actual outcomes, options or not (``in_options``); answer only once every one is durable."""
+    """Record outcomes, options or not (``in_options``), and audits; answer once every one is durable."""
     items, prefix = payloads.parse_outcomes(payloads.decode(await _read(request)))
+    payloads.check_audits(items, prefix)
     runtimes = [_runtime(request, item.decision_type, prefix.format(i) + "decision_type")
                 for i, item in enumerate(items)]
     recorder, metrics = request.app[RECORDER], request.app[METRICS]

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from contracts.records import ADDED_IN_V1_1, COMPRESSION, FORMAT_KEY, FORMAT_VALUE
+from contracts.records import ADDED_AFTER_V1, COMPRESSION, FORMAT_KEY, FORMAT_VALUE
 from shadow.records.errors import CompactionError
 from shadow.records.layout import (
     COMPACT_PREFIX,
@@ -128,13 +128,13 @@ def _read(fs: pafs.FileSystem, file: DataFile, dataset: str) -> pa.Table:
 
 
 def conform(table: pa.Table, dataset: str, where: str) -> pa.Table:
-    """``table`` in the records v1.1 ``dataset`` schema: a file from before v1.1 gets its added columns null.
+    """``table`` in the records v1.2 ``dataset`` schema: an older file gets the columns added since null.
 
     Anything else that differs from the schema is a `CompactionError` naming ``where``.
     """
     schema = DATASETS[dataset]
     missing = [f for f in schema if f.name not in table.schema.names]
-    if missing and {f.name for f in missing} <= ADDED_IN_V1_1[dataset]:
+    if missing and {f.name for f in missing} <= ADDED_AFTER_V1[dataset]:
         for column in missing:
             table = table.append_column(column, pa.nulls(table.num_rows, column.type))
         table = table.select(schema.names)

@@ -1,4 +1,4 @@
-"""Records v1.1: the identity key separates every setting that changes a score; v1 columns stay first."""
+"""Records v1.2: the identity key separates every setting that changes a score; older columns stay first."""
 
 from __future__ import annotations
 
@@ -7,7 +7,19 @@ import json
 
 import pytest
 
-from contracts.records import ADDED_IN_V1_1, OUTCOMES, PROPOSALS, RECORD_VERSION, model_identity
+from contracts.catalog import parse_catalog
+from contracts.errors import CatalogError
+from contracts.records import (
+    ADDED_AFTER_V1,
+    ADDED_IN_V1_1,
+    ADDED_IN_V1_2,
+    NONE_OF_THESE,
+    OUTCOMES,
+    PROPOSALS,
+    RECORD_VERSION,
+    model_identity,
+)
+from tests.shadow.conftest import ticket_type
 
 MODEL = {"name": "gemma-3-270m", "sha256": "a5fd" + "0" * 60, "quantization": "Q4_K_M", "device": "cpu",
          "runtime_version": "b6000", "n_threads": 2, "kv_type": "f32", "flash_attn": False,
@@ -43,10 +55,26 @@ def test_normalization_and_prompt_are_part_of_the_identity() -> None:
     assert len(keys) == 4
 
 
-def test_v1_1_only_adds_columns() -> None:
-    """Every v1 column keeps its place and type; the added ones come after; this writer writes version 2."""
-    for schema, added in ((PROPOSALS, ADDED_IN_V1_1["proposals"]), (OUTCOMES, ADDED_IN_V1_1["outcomes"])):
+def test_each_version_only_adds_columns_after_the_older_ones() -> None:
+    """v1 columns come first, then v1.1's, then v1.2's (audits); this writer writes version 3."""
+    for name, schema in (("proposals", PROPOSALS), ("outcomes", OUTCOMES)):
         names = schema.names
-        assert set(names[-len(added):]) == added
-        assert not added & set(names[:-len(added)])
-    assert RECORD_VERSION == 2
+        v1_2, v1_1 = ADDED_IN_V1_2[name], ADDED_IN_V1_1[name]
+        tail = len(v1_1) + len(v1_2)
+        assert set(names[len(names) - tail:len(names) - len(v1_2)]) == v1_1
+        assert set(names[len(names) - len(v1_2):]) == v1_2
+        assert not (v1_1 | v1_2) & set(names[:-tail])
+        assert ADDED_AFTER_V1[name] == v1_1 | v1_2
+    assert ADDED_IN_V1_2["outcomes"] == {"auditor", "audit_sample"}
+    assert OUTCOMES.field("auditor").nullable
+    assert OUTCOMES.field("audit_sample").nullable
+    assert RECORD_VERSION == 3
+
+
+def test_a_catalog_cannot_declare_the_none_of_these_answer_as_an_option() -> None:
+    """An audit's "none of these" id is refused as an option id, so it never means an option."""
+    dtype = ticket_type("http://127.0.0.1:1")
+    parse_catalog({"version": 1, "decision_types": {"tickets": dtype}})
+    dtype["options"] = [*dtype["options"], {"id": NONE_OF_THESE, "text": "none of these"}]
+    with pytest.raises(CatalogError, match="reserved"):
+        parse_catalog({"version": 1, "decision_types": {"tickets": dtype}})

@@ -1,4 +1,4 @@
-"""The raw relations' files: which decision type's join is built first, and files from before v1.1."""
+"""The raw relations' files: which decision type's join is built first, and files from before v1.2."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
-from contracts.records import ADDED_IN_V1_1, DROPS, SCHEMAS
+from contracts.records import ADDED_AFTER_V1, ADDED_IN_V1_2, DROPS, SCHEMAS
 from pipelines.source import register, register_window
 from pipelines.storage import open_root
 from pipelines.weeks import window
@@ -40,39 +41,40 @@ def test_the_type_with_the_most_proposals_is_joined_first(records_root: Path) ->
     assert rows[order[0]] > rows[order[-1]]
 
 
-def test_files_written_before_v1_1_read_like_the_same_rows_with_null_v1_1_columns(
-    records_root: Path, tmp_path: Path
+@pytest.mark.parametrize(("version", "lacking"), [(1, ADDED_AFTER_V1), (2, ADDED_IN_V1_2)])
+def test_files_written_before_v1_2_read_like_the_same_rows_with_null_added_columns(
+    records_root: Path, tmp_path: Path, version: int, lacking: dict[str, frozenset[str]]
 ) -> None:
-    """A window mixing v1 files (no v1.1 columns) and v1.1 files reads every row; the v1.1 columns are null.
+    """A window mixing older files (v1 or v1.1) with v1.2 files reads every row; the added columns are null.
 
-    Every other file loses the columns v1.1 added (as a sidecar before v1.1 wrote them); the raw
-    relations must hold the same rows as before, with those columns null exactly on the v1 files' rows.
+    Every other file loses the columns added since its version (as an older sidecar wrote them); the raw
+    relations must hold the same rows as before, with those columns null exactly on the older files' rows.
     """
     keys = {"proposals": ["decision_id"], "outcomes": ["decision_id", "outcome_at", "outcome"]}
     root = tmp_path / "records"
     shutil.copytree(records_root, root)
     stripped: dict[str, set[tuple[object, ...]]] = {}
-    for dataset, added in ADDED_IN_V1_1.items():
+    for dataset, added in lacking.items():
         stripped[dataset] = set()
         for i, path in enumerate(sorted((root / dataset).rglob("*.parquet"))):
             if i % 2 == 0:
                 table = pq.read_table(path)
                 old = table.drop_columns(sorted(added)).set_column(
-                    0, "record_version", pa.array([1] * table.num_rows, pa.int16()))
+                    0, "record_version", pa.array([version] * table.num_rows, pa.int16()))
                 pq.write_table(old, path)
                 columns = [table.column(k).to_pylist() for k in keys[dataset]]
                 stripped[dataset] |= set(zip(*columns, strict=True))
     span = window(FIRST, LAST, 4, AS_OF, dt.timedelta(0))
     both = {}
-    for name, path in (("mixed", root), ("v1.1", records_root)):
+    for name, path in (("mixed", root), ("v1.2", records_root)):
         con = duckdb.connect()
         register_window(con, open_root(str(path)), span.read_start, span.read_end, span.as_of)
         both[name] = {
             dataset: con.table(f"raw_{dataset}").order(", ".join(keys[dataset])).to_arrow_table()
             for dataset in keys
         }
-    for dataset, added in ADDED_IN_V1_1.items():
-        mixed, full = both["mixed"][dataset], both["v1.1"][dataset]
+    for dataset, added in lacking.items():
+        mixed, full = both["mixed"][dataset], both["v1.2"][dataset]
         assert mixed.num_rows == full.num_rows > 0
         assert mixed.column_names == full.column_names
         row_keys = list(zip(*(mixed.column(k).to_pylist() for k in keys[dataset]), strict=True))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from contracts.records import ADDED_IN_V1_1, PROPOSALS
+from contracts.records import ADDED_IN_V1_1, ADDED_IN_V1_2, OUTCOMES, PROPOSALS
 from shadow.records.compact import CompactPolicy, compact_root, conform
 from shadow.records.errors import CompactionError
 from shadow.records.layout import data_files, filesystem, open_dataset, split_visible
@@ -226,3 +226,14 @@ def test_files_from_before_v1_1_are_compacted_with_their_added_columns_null() ->
     assert both.schema.equals(PROPOSALS)
     with pytest.raises(CompactionError, match="broken"):
         conform(v1.drop_columns(["status"]), "proposals", "broken")
+
+
+def test_outcomes_from_before_v1_2_are_compacted_with_null_audit_columns() -> None:
+    """A v1.1 outcomes file (no ``auditor``, ``audit_sample``) compacts beside v1.2 audits, null in them."""
+    row = {"decision_id": "d1", "decision_type": "t", "outcome": "a", "source": "audit", "auditor": "aud-1",
+           "audit_sample": "s1", "record_version": 3}
+    audit = pa.Table.from_pylist([row], schema=OUTCOMES)
+    v1_1 = audit.drop_columns(sorted(ADDED_IN_V1_2["outcomes"]))
+    both = pa.concat_tables([conform(audit, "outcomes", "new"), conform(v1_1, "outcomes", "old")])
+    assert both.column("auditor").to_pylist() == ["aud-1", None]
+    assert both.schema.equals(OUTCOMES)
