@@ -2,6 +2,8 @@
 
 Each builder takes the marts (report vocabulary) and a decision type and returns a ``Chart``: its SVG,
 the sample size it shows, and the numbers behind it as a small table. No chart holds row data.
+Candidates are named as the catalog names them (``dashboards.names``, column ``NAME``), never by their
+hash alone; each candidate keeps one colour across the charts of a section.
 """
 
 from __future__ import annotations
@@ -13,40 +15,69 @@ import numpy as np
 import pandas as pd
 
 from dashboards.comparison import paired
-from dashboards.marts import ALL, CANDIDATE
+from dashboards.marts import ALL, CANDIDATE, CANDIDATE_NAME
+from dashboards.names import readable
 from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from dashboards.marts import Marts
+    from dashboards.policies import Replayed
 
 Z95 = 1.959964
+NAME = "name"
+"""The column holding each row's readable candidate name."""
+ALERT = "#d62728"
+"""The colour of alert lines (the ECE alert tick, the significant PSI band): no candidate is drawn in it."""
+MODERATE = "#ff9f1c"
+PALETTE = [
+    "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+    "#aec7e8", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#393b79", "#637939",
+]  # fmt: skip
+"""Candidate colours (Tableau 20 without its reds and oranges): neither alert colour is among them."""
 
 
 def _type(frame: pd.DataFrame, decision_type: str, *, candidates: bool = True) -> pd.DataFrame:
     rows = frame[frame["decision_type"] == decision_type]
     if candidates and CANDIDATE in rows:
         rows = rows[rows[CANDIDATE] != ALL]
-    return rows.copy()
+    rows = rows.copy()
+    if CANDIDATE in rows:
+        rows[NAME] = rows[CANDIDATE].map(readable(rows[CANDIDATE].astype(str)))
+    return rows
+
+
+def _colour(title: str | None = None) -> alt.Color:
+    """The candidate colour encoding, legend below the plot."""
+    return alt.Color(
+        f"{NAME}:N", title=title, scale=alt.Scale(range=PALETTE), legend=alt.Legend(orient="bottom")
+    )
+
+
+STAGES = ["offered", "sampled", "scored", "with_outcome", "labelled"]
 
 
 def funnel(marts: Marts, decision_type: str) -> Chart:
-    """Offered → sampled → scored → labelled in the review week."""
-    row = _type(marts.of_week("funnel"), decision_type).iloc[0]
-    stages = ["offered", "sampled", "scored", "with_outcome", "labelled"]
-    table = pd.DataFrame({"stage": stages, "decisions": [int(row[s]) for s in stages]})
+    """Offered → sampled → scored → labelled in the review week, one bar per candidate name and stage."""
+    rows = _type(marts.of_week("funnel"), decision_type)
+    rows = rows[rows[CANDIDATE_NAME] != ALL].sort_values(CANDIDATE_NAME)
+    table = rows.melt(id_vars=[CANDIDATE_NAME], value_vars=STAGES, var_name="stage", value_name="decisions")
+    table = table.rename(columns={CANDIDATE_NAME: NAME}).astype({"decisions": "int64"})
     chart = (
         alt.Chart(table)
         .mark_bar()
         .encode(
             x=alt.X("decisions:Q"),
-            y=alt.Y("stage:N", sort=stages),
-            tooltip=["stage", "decisions"],
+            y=alt.Y("stage:N", sort=STAGES, title=None),
+            yOffset=alt.YOffset(f"{NAME}:N"),
+            color=_colour("candidate"),
+            tooltip=[NAME, "stage", "decisions"],
         )
-        .properties(width=WIDTH, height=HEIGHT // 2)
+        .properties(width=WIDTH, height=max(HEIGHT // 2, 12 * len(table)))
     )
-    return render("funnel", "Funnel", f"n = {row['offered']:,} offered", chart, table)
+    offered = ", ".join(f"{n} {o:,}" for n, o in zip(rows[CANDIDATE_NAME], rows["offered"], strict=True))
+    return render("funnel", "Funnel per candidate", f"n = {offered} offered", chart, table)
 
 
 def agreement(marts: Marts, decision_type: str) -> Chart:
@@ -56,35 +87,40 @@ def agreement(marts: Marts, decision_type: str) -> Chart:
     centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
     half = Z95 * np.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / (1 + Z95**2 / n)
     t = t.assign(low=centre - half, high=centre + half)
-    table = t[["week", CANDIDATE, "labelled", "accuracy", "low", "high", "kappa", "baseline_accuracy"]]
-    base = alt.Chart(table).encode(
-        x="week:O", color=alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom"))
-    )
-    chart = base.mark_errorbar().encode(y=alt.Y("low:Q", title="accuracy"), y2="high:Q") + base.mark_line(
-        point=True
-    ).encode(y="accuracy:Q", tooltip=list(table.columns))
+    table = t[["week", NAME, CANDIDATE, "labelled", "accuracy", "low", "high", "kappa", "baseline_accuracy"]]
+    base = alt.Chart(table).encode(x="week:O", color=_colour())
+    chart = base.mark_errorbar().encode(
+        y=alt.Y("low:Q", title="agreement with production"), y2="high:Q"
+    ) + base.mark_line(point=True).encode(y="accuracy:Q", tooltip=list(table.columns))
     week = t[t["week"] == marts.week]["labelled"].sum()
     return render(
         "agreement",
-        "Agreement over weeks (95% Wilson)",
+        "Agreement with production over weeks (95% Wilson)",
         f"n = {week:,} labelled this week",
         chart.properties(width=WIDTH, height=HEIGHT),
         table,
     )
 
 
+CONFUSION_WIDTH = WIDTH // 2
+CONFUSION_SPACING = 24
+
+
 def confusion(marts: Marts, decision_type: str) -> Chart:
     """Outcome x proposal counts per candidate in the review week."""
-    table = _type(marts.of_week("confusion"), decision_type)[[CANDIDATE, "outcome", "proposal", "decisions"]]
+    rows = _type(marts.of_week("confusion"), decision_type)
+    table = rows[[NAME, "outcome", "proposal", "decisions", CANDIDATE]]
     base = alt.Chart().encode(x="proposal:N", y="outcome:N")
     cells = base.mark_rect().encode(
         color=alt.Color("decisions:Q", scale=alt.Scale(scheme="blues")), tooltip=list(table.columns)
     )
     text = base.mark_text(fontSize=9).encode(text="decisions:Q")
+    # facet headers are the readable names, cut to the facet's width: the keys overlapped each other
+    header = alt.Header(labelLimit=CONFUSION_WIDTH, labelFontSize=11, labelFontWeight="bold", title=None)
     chart = (
         alt.layer(cells, text, data=table)
-        .properties(width=WIDTH // 2, height=HEIGHT // 2)
-        .facet(column=alt.Column(f"{CANDIDATE}:N"))
+        .properties(width=CONFUSION_WIDTH, height=HEIGHT // 2)
+        .facet(column=alt.Column(f"{NAME}:N", header=header), spacing=CONFUSION_SPACING)
     )
     return render(
         "confusion",
@@ -98,7 +134,7 @@ def confusion(marts: Marts, decision_type: str) -> Chart:
 def reliability(marts: Marts, decision_type: str) -> Chart:
     """Accuracy against mean confidence per equal-mass bin, sized by the bin's count."""
     t = _type(marts.of_week("reliability"), decision_type)
-    table = t[[CANDIDATE, "bin", "mean_confidence", "accuracy", "decisions"]]
+    table = t[[NAME, "bin", "mean_confidence", "accuracy", "decisions", CANDIDATE]]
     diagonal = (
         alt.Chart(pd.DataFrame({"x": [0, 1], "y": [0, 1]}))
         .mark_line(color="grey", strokeDash=[4, 4])
@@ -111,7 +147,7 @@ def reliability(marts: Marts, decision_type: str) -> Chart:
             x=alt.X("mean_confidence:Q", scale=alt.Scale(domain=[0, 1])),
             y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
             size="decisions:Q",
-            color=alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom")),
+            color=_colour(),
             tooltip=list(table.columns),
         )
     )
@@ -130,15 +166,19 @@ def ece(marts: Marts, decision_type: str) -> Chart:
     if "one_hot_excluded" not in cal:  # marts of a pipelines version before one-hot rows were left out
         cal["one_hot_excluded"] = 0
     drift = _type(marts["drift"], decision_type)[["week", CANDIDATE, "reference_ece_high", "ece_alert"]]
-    columns = ["week", CANDIDATE, "labelled", "one_hot_excluded", "ece_debiased", "ece_low", "ece_high"]
+    columns = ["week", NAME, CANDIDATE, "labelled", "one_hot_excluded", "ece_debiased", "ece_low", "ece_high"]
     table = cal[columns].merge(drift, on=["week", CANDIDATE], how="left")
-    base = alt.Chart(table).encode(
-        x="week:O", color=alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom"))
+    base = alt.Chart(table).encode(x="week:O", color=_colour())
+    # the alert tick has no colour encoding: an encoded colour overrides the mark's own red
+    tick = (
+        alt.Chart(table)
+        .mark_tick(color=ALERT, thickness=2)
+        .encode(x="week:O", y="reference_ece_high:Q", tooltip=["week", NAME, "reference_ece_high"])
     )
     chart = (
         base.mark_errorbar().encode(y=alt.Y("ece_low:Q", title="ECE (debiased)"), y2="ece_high:Q")
         + base.mark_line(point=True).encode(y="ece_debiased:Q", tooltip=list(table.columns))
-        + base.mark_tick(color="red", thickness=2).encode(y="reference_ece_high:Q")
+        + tick
     )
     week = table[table["week"] == marts.week]
     alerts = int(week["ece_alert"].fillna(value=False).sum())
@@ -157,15 +197,19 @@ def psi(marts: Marts, decision_type: str) -> Chart:
     """Confidence and mix PSI over weeks against the 0.1 / 0.25 bands."""
     t = _type(marts["drift"], decision_type)
     table = t.melt(
-        id_vars=["week", CANDIDATE, "labelled"],
+        id_vars=["week", NAME, CANDIDATE, "labelled"],
         var_name="psi",
         value_name="value",
         value_vars=["confidence_psi", "proposal_mix_psi", "outcome_mix_psi"],
     ).dropna()
-    bands = (
-        alt.Chart(pd.DataFrame({"y": [0.1, 0.25], "band": ["moderate", "significant"]}))
-        .mark_rule(strokeDash=[4, 4])
-        .encode(y="y:Q", color=alt.Color("band:N", scale=alt.Scale(range=["orange", "red"])))
+    # the bands keep their own fixed colours; the lines are coloured by candidate, dashed by PSI kind
+    bands = alt.layer(
+        *(
+            alt.Chart(pd.DataFrame({"y": [y], "band": [band]}))
+            .mark_rule(strokeDash=[4, 4], color=colour)
+            .encode(y="y:Q", tooltip=["band", "y"])
+            for y, band, colour in ((0.1, "moderate", MODERATE), (0.25, "significant", ALERT))
+        )
     )
     lines = (
         alt.Chart(table)
@@ -173,28 +217,60 @@ def psi(marts: Marts, decision_type: str) -> Chart:
         .encode(
             x="week:O",
             y=alt.Y("value:Q", title="PSI"),
-            strokeDash="psi:N",
-            detail=f"{CANDIDATE}:N",
+            color=_colour(),
+            strokeDash=alt.StrokeDash("psi:N", legend=alt.Legend(orient="bottom")),
             tooltip=list(table.columns),
         )
     )
     return render(
         "psi",
-        "PSI over weeks (bands 0.1, 0.25)",
+        "PSI over weeks (dashed bands: 0.1 moderate, 0.25 significant)",
         f"n = {t[t['week'] == marts.week]['labelled'].sum():,} labelled this week",
-        (bands + lines).resolve_scale(color="independent").properties(width=WIDTH, height=HEIGHT),
+        (bands + lines).properties(width=WIDTH, height=HEIGHT),
         table,
     )
 
 
-def risk_coverage(marts: Marts, decision_type: str) -> Chart:
-    """Selective risk against coverage; the points are the policy's (per-option thresholds)."""
+def policy_points(marts: Marts, decision_type: str, policies: Sequence[Replayed] = ()) -> pd.DataFrame:
+    """One ◆ per candidate: its replayed policy (out of sample), else the week's own thresholds (in-sample).
+
+    ``coverage`` and ``selective_risk`` are null, and ``why`` says why, where no point can be drawn.
+    """
+    own = _type(marts.of_week("selective"), decision_type)
+    replayed = {p.policy.model_key: p for p in policies if p.policy.decision_type == decision_type}
+    rows = []
+    for r in own.itertuples():
+        p = replayed.get(str(getattr(r, CANDIDATE)))
+        if p is not None and not p.in_sample:
+            accepted, labelled, correct = (
+                p.count("accepted"),
+                p.count("accepted_labelled"),
+                p.count("accepted_correct"),
+            )
+            source, coverage = f"policy chosen on {p.policy.chosen_on}", p.coverage
+        else:
+            accepted, labelled = int(r.accepted), int(r.accepted_labelled)
+            correct, coverage = int(r.accepted_correct), float(r.coverage)
+            source = "week's own thresholds (in-sample)"
+        why = (
+            "nothing accepted at its thresholds"
+            if accepted == 0
+            else "no accepted decision has an outcome yet"
+            if labelled == 0
+            else ""
+        )
+        risk = 1 - correct / labelled if labelled else None
+        rows.append((getattr(r, NAME), source, accepted, labelled, coverage if not why else None, risk, why))
+    columns = [NAME, "source", "accepted", "accepted_labelled", "coverage", "selective_risk", "why"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def risk_coverage(marts: Marts, decision_type: str, policies: Sequence[Replayed] = ()) -> Chart:
+    """Selective risk against coverage; ◆ per candidate at its policy, and why where none is drawn."""
     t = _type(marts.of_week("risk_coverage"), decision_type)
-    table = t[[CANDIDATE, "threshold", "accepted", "coverage", "selective_risk"]]
-    policy = _type(marts.of_week("selective"), decision_type)[
-        [CANDIDATE, "coverage", "selective_risk", "accepted"]
-    ]
-    enc = {"color": alt.Color(f"{CANDIDATE}:N", legend=alt.Legend(orient="bottom"))}
+    table = t[[NAME, "threshold", "accepted", "coverage", "selective_risk", CANDIDATE]]
+    points = policy_points(marts, decision_type, policies)
+    enc = {"color": _colour()}
     curve = alt.Chart(table).mark_line().encode(x="coverage:Q", y="selective_risk:Q", **enc)
     steps = table[(table["threshold"] * 100).round() % 5 == 0]  # hover points every 0.05 of threshold
     marks = (
@@ -202,17 +278,31 @@ def risk_coverage(marts: Marts, decision_type: str) -> Chart:
         .mark_circle(size=14)
         .encode(x="coverage:Q", y="selective_risk:Q", tooltip=list(table.columns), **enc)
     )
+    drawn = points[points["why"] == ""]
     point = (
-        alt.Chart(policy.dropna())
-        .mark_point(size=90, shape="diamond", filled=True)
-        .encode(x="coverage:Q", y="selective_risk:Q", tooltip=list(policy.columns), **enc)
+        alt.Chart(drawn)
+        .mark_point(size=110, shape="diamond", filled=True, stroke="black", strokeWidth=1)
+        .encode(
+            x="coverage:Q",
+            y="selective_risk:Q",
+            tooltip=[f"{NAME}:N", "source:N", "accepted:Q", "accepted_labelled:Q", "coverage:Q"],
+            **enc,
+        )
     )
+    missing = "; ".join(
+        f"no ◆ ({why}): {', '.join(group[NAME])}" for why, group in points[points["why"] != ""].groupby("why")
+    )
+    sample = f"n = {int(t.groupby(CANDIDATE)['accepted'].max().sum()):,} labelled" + (
+        f"; {missing}" if missing else ""
+    )
+    sources = sorted(set(drawn["source"].str.startswith("policy").map({True: "policy", False: "in-sample"})))
+    title = f"Risk-coverage (◆ {' / '.join(sources) or 'policy'})"
     return render(
         "risk_coverage",
-        "Risk-coverage (◆ policy)",
-        f"n = {int(t.groupby(CANDIDATE)['accepted'].max().sum()):,} labelled",
+        title,
+        sample,
         (curve + marks + point).properties(width=WIDTH, height=HEIGHT),
-        table,
+        pd.concat([table, points.assign(threshold=None)], ignore_index=True),
     )
 
 
@@ -288,3 +378,13 @@ BUILDERS: tuple[Callable[[Marts, str], Chart], ...] = (
     cost,
 )
 """Every chart of a decision type's section, in order."""
+
+
+def build_all(marts: Marts, decision_type: str, policies: Sequence[Replayed] = ()) -> list[Chart]:
+    """Every chart of a decision type (``policies``: the replayed policies the risk-coverage ◆ shows)."""
+    return [
+        risk_coverage(marts, decision_type, policies)
+        if build is risk_coverage
+        else build(marts, decision_type)
+        for build in BUILDERS
+    ]

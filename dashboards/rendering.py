@@ -10,8 +10,8 @@ point's, and the points drawn on them carry their own.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import vl_convert
@@ -37,6 +37,8 @@ class Chart:
     sample: str
     svg: str
     table: pd.DataFrame
+    spec: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The Vega-Lite spec it was rendered from (its data inlined): what the chart tests read."""
 
 
 def with_titles(svg: str) -> str:
@@ -60,4 +62,4 @@ def render(name: str, title: str, sample: str, chart: alt.TopLevelMixin, table: 
         svg = vl_convert.vegalite_to_svg(spec)
     except (ValueError, RuntimeError) as exc:
         raise RenderFailed(f"chart {name}: {exc}") from exc
-    return Chart(name, title, sample, with_titles(svg), table)
+    return Chart(name, title, sample, with_titles(svg), table, spec)

@@ -105,7 +105,7 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
             Section(
                 decision_type,
                 verdicts,
-                [build(marts, decision_type) for build in charts.BUILDERS],
+                charts.build_all(marts, decision_type, policies),
                 marts.identities(decision_type),
                 marts.identity_changes(decision_type),
                 {c: calibration_of(marts, decision_type, c) for c in candidates},
