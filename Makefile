@@ -21,7 +21,8 @@ HEARTBEAT_S := 20
 
 .PHONY: demo test lint pytest bench clean-venv system-packages s3a-connector
 
-# Debian packages the tests drive: chromium (the review report, headless), prometheus (promtool), curl
+# Debian packages the tests drive (only `make test` / `make pytest` install them; `make demo` needs none):
+# chromium (the review report, headless), prometheus (promtool), curl
 # (the docs' runnable blocks), a Java runtime (the pipelines' Spark engine, tests/pipelines/test_spark.py)
 # and nginx (the proxy framer's differential test, tests/shadow/proxy/test_framing_nginx.py, which runs its
 # own nginx on a loopback port; where systemd runs, the package also starts Debian's default site on :80).
@@ -33,7 +34,7 @@ system-packages:
 	  command -v java >/dev/null && PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES); }
 
-$(STAMP): pyproject.toml | system-packages
+$(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	ls $(WHEEL_CACHE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
@@ -66,7 +67,7 @@ lint: $(STAMP)
 # Tests that start a JVM or the whole demo fork from the pytest process (pyspark and the demo pass a
 # preexec_fn, so Python cannot use vfork); by then the main run's process is large enough that the
 # kernel refuses the fork (ENOMEM). They run in a second, small pytest process.
-pytest: $(STAMP) s3a-connector
+pytest: $(STAMP) s3a-connector system-packages
 	$(BIN)/pytest -m "not own_process"
 	SEMIF_S3A_JARS=$(S3A_JARS) $(BIN)/pytest -m own_process
 
