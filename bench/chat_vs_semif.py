@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import Decision, clinc_routing
+from bench.workloads import MISSING, Decision, clinc_routing
 from contracts.semif import parse_request
 from scorer.engine import Engine
 from scorer.model_files import embedded_default
@@ -138,7 +138,7 @@ def main() -> None:
     args = parser.parse_args()
     decisions = clinc_routing(args.per_domain, args.oos)
     if decisions is None:
-        print("CLINC150 not found under ../shared/datasets/clinc150: skipped")
+        print(f"{MISSING}: skipped")
         return
     decisions = decisions[: args.limit or None]
     ids = [o["id"] for o in decisions[0].request()["options"]]

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import clinc_routing
+from bench.workloads import MISSING, clinc_routing
 from contracts.semif import ScoreRequest, parse_request
 from scorer.cells import CELL_ALIGN, Layout
 from scorer.engine import Engine
@@ -127,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
     decisions = clinc_routing()
     if decisions is None:
-        print("CLINC150 not found under ../shared/datasets/clinc150: nothing to benchmark")
+        print(f"{MISSING}: nothing to benchmark")
         return
     requests = [parse_request(d.request("pmi")) for d in decisions[: 4 + args.decisions]]
     warm, requests = requests[:4], requests[4:]

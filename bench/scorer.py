@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import DOMAIN_TEXT, Decision, clinc_routing
+from bench.workloads import DOMAIN_TEXT, MISSING, Decision, clinc_routing
 from contracts.semif import parse_request
 from scorer.engine import Engine
 from scorer.reference import single_call_logits
@@ -171,7 +171,7 @@ def main() -> None:
         n_in_scope_per_domain=per_domain, n_oos=max(1, args.decisions - 10 * per_domain)
     )
     if decisions is None:
-        print("CLINC150 not found under ../shared/datasets/clinc150: nothing to benchmark")
+        print(f"{MISSING}: nothing to benchmark")
         return
     settings = ScorerSettings(n_threads=args.threads, batch_options=args.batch_options == "on")
     brute_set = decisions[: args.brute]

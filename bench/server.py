@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.workloads import clinc_routing  # noqa: E402
+from bench.workloads import MISSING, clinc_routing  # noqa: E402
 from contracts.semif import parse_request  # noqa: E402
 from scorer.engine import Engine  # noqa: E402
 from scorer.settings import ScorerSettings  # noqa: E402
@@ -158,7 +158,7 @@ def main() -> None:
     settings = {k: v for k, v in SETTINGS.items() if not (args.skip_cross_batch and "default mode" in k)}
     decisions = clinc_routing()
     if decisions is None:
-        print("CLINC150 not found under ../shared/datasets/clinc150: nothing to benchmark")
+        print(f"{MISSING}: nothing to benchmark")
         return
     bodies = [d.request("pmi") for d in decisions[: args.decisions]]
     runs: dict[str, list[Any]] = {"engine": [], "engine, batch-invariant": [], **{k: [] for k in settings}}

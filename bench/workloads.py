@@ -1,19 +1,22 @@
-"""Benchmark and test workloads read from ``../shared`` (never copied into the repository).
+"""Benchmark workloads read from a public dataset outside the repository (never copied into it).
 
-CLINC150 domain routing: route a user query to one of the 10 domains or to "out of scope". The
-dataset lives in ``../shared/datasets/clinc150``; `clinc_routing` returns None where it is absent so
-callers can skip cleanly.
+CLINC150 domain routing: route a user query to one of the 10 domains or to "out of scope". The dataset
+(Larson et al. 2019, github.com/clinc/oos-eval) is read from ``$CLINC150_DIR``, default ``oos-eval/data``
+(a clone of that repository in the working folder): its ``data_full.json`` and ``domains.json``.
+`clinc_routing` returns None where it is absent so callers can skip cleanly.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CLINC_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "clinc150"
+CLINC_DIR = Path(os.environ.get("CLINC150_DIR", "oos-eval/data"))
+MISSING = "CLINC150 not found: set CLINC150_DIR to the folder holding data_full.json and domains.json"
 
 # The decision type's question describes the teams: it is static, so the prefix cache makes it free.
 ROUTING_QUESTION = (

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from scorer.model_files import embedded_default
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CLINC150 = SHARED / "datasets" / "clinc150"
+CLINC150 = Path(os.environ.get("CLINC150_DIR", "oos-eval/data"))
+"""The public CLINC150 dataset (github.com/clinc/oos-eval's ``data/``), never copied into the repository."""
 
 
 @pytest.fixture(scope="session")

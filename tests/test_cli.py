@@ -85,3 +85,20 @@ def test_score_from_stdin_and_errors_name_the_field(model_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert json.loads(bad.stderr)["error"]["field"] == "options[1].id"
+
+
+def test_a_bad_catalog_exits_1_and_a_bad_setting_exits_2(tmp_path: Path) -> None:
+    """`sidecar run` with a catalog that does not validate: a line naming the field, exit 1; a bad flag: 2.
+
+    The exit codes the docs state (docs/development.md, docs/sidecar.md), from the installed command.
+    """
+    catalog = tmp_path / "catalog.yaml"
+    body = "version: 1\ndecision_types:\n  t:\n    question: ''\n    options: [{id: a, text: A}]\n"
+    catalog.write_text(body, encoding="utf-8")
+    bad_catalog = run_cli(["sidecar", "run", "--catalog", str(catalog)], check=False)
+    assert bad_catalog.returncode == 1, bad_catalog.stderr
+    assert "decision_types.t." in bad_catalog.stderr
+    assert "Traceback" not in bad_catalog.stderr
+    bad_port = run_cli(["sidecar", "run", "--catalog", str(catalog), "--port", "70000"], check=False)
+    assert bad_port.returncode == 2, bad_port.stderr
+    assert "--port 70000" in bad_port.stderr

@@ -38,7 +38,7 @@ def demo(tickets: int, weeks: int, seed: int, workload: str, data: Path | None, 
       semif-shadow demo
       semif-shadow demo --tickets 60 --out /tmp/demo
       semif-shadow demo --scorer-threads 2     # an idle 2-core machine: every core for the model
-      semif-shadow demo --workload clinc150 --data ../shared/datasets/clinc150
+      semif-shadow demo --workload clinc150 --data oos-eval/data   # git clone github.com/clinc/oos-eval
     """
     from semif_shadow.demo import summary, trial  # noqa: PLC0415  (keep --help fast)
     from semif_shadow.demo.processes import DemoError, interrupt_on_sigterm  # noqa: PLC0415

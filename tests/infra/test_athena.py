@@ -1,7 +1,6 @@
 """athena.yaml: Glue tables matching what the sidecar and the pipelines write, and deployable.
 
-The records tables are checked against contracts/records.py (records v1.1)
-(../shared/spec/records-v1.md); the mart tables against the Parquet files a real `pipelines run` writes from
+The records tables are checked against contracts/records.py (records v1.1); the mart tables against the Parquet files a real `pipelines run` writes from
 generated records; the projection templates against the folders those files are in.
 """
 

@@ -72,7 +72,7 @@ async def test_the_router_service_answers_and_refuses_bad_bodies(aiohttp_client:
     assert (await resp.json())["error"]["field"] == "body"
 
 
-@pytest.mark.skipif(not (CLINC150 / "data_full.json").is_file(), reason="CLINC150 not under ../shared")
+@pytest.mark.skipif(not (CLINC150 / "data_full.json").is_file(), reason="CLINC150 absent: set CLINC150_DIR")
 def test_clinc150_tickets_are_real_queries_with_domains() -> None:
     """The CLINC150 workload: test-split queries, their domain as truth, out-of-scope ones declined."""
     tickets = clinc.clinc150(CLINC150, 300, 3, seed=2)
