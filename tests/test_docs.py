@@ -122,7 +122,7 @@ def command_lines(text: str) -> Iterator[list[str]]:
 
 
 def python_target(words: list[str]) -> list[str]:
-    """What a ``python`` line runs, from its script (``-m bench.x`` read as ``bench/x.py``; ``-P`` skipped)."""
+    """What a ``python`` line runs: its script (``-m bench.x`` read as ``bench/x.py``; ``-P`` skipped)."""
     while words and words[0].startswith("-"):
         if words[0] == "-m" and len(words) > 1:
             return [words[1].replace(".", "/") + ".py", *words[2:]]
