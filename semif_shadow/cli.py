@@ -33,6 +33,32 @@ COMMANDS = {
 }
 """name -> (module, attribute, one-line help): the command tree, without importing it."""
 
+EXTRAS = {"demo": "all", "score": "scorer", "model": "scorer", "release-record": "scorer", "serve": "scorer",
+          "sidecar": "sidecar", "records": "sidecar", "pipelines": "pipelines", "review": "review",
+          "audit": "all"}
+"""name -> the pyproject extra its third-party imports come from (``infra`` needs the base install only)."""
+OWN_PACKAGES = frozenset(
+    {"contracts", "scorer", "shadow", "pipelines", "dashboards", "audit", "semif_shadow"})
+"""A missing module of these is a broken install or a bug, never a missing extra: it is not translated."""
+
+
+def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
+    """One line naming the extra a third-party module comes from and the pip command; None for our own."""
+    top = (exc.name or "").split(".")[0]
+    if not top or top in OWN_PACKAGES:
+        return None
+    extra = EXTRAS.get(command, "all")
+    return (f"semif-shadow {command}: needs the '{extra}' extra (no module named '{top}'); "
+            f"install it with: pip install 'semif-shadow[{extra}]'")
+
+
+def exit_for_missing_extra(ctx: click.Context, command: str, exc: ModuleNotFoundError) -> None:
+    """Print the missing extra's one line and exit 2; return (to re-raise) for a module of our own."""
+    line = missing_extra(command, exc)
+    if line is not None:
+        click.echo(line, err=True)
+        ctx.exit(2)
+
 
 class LazyGroup(click.Group):
     """A group whose sub-commands are imported on first use; contract errors become one line."""
@@ -41,12 +67,16 @@ class LazyGroup(click.Group):
         """Every sub-command's name."""
         return sorted(COMMANDS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: ARG002
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """Import the sub-command's module and return the command."""
         if cmd_name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[cmd_name]
-        command = getattr(importlib.import_module(module), attr)
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            exit_for_missing_extra(ctx, cmd_name, exc)
+            raise
         assert isinstance(command, click.Command)
         return command
 
@@ -59,6 +89,9 @@ class LazyGroup(click.Group):
         """Run the sub-command; a bad setting is one line and exit 2, a bad catalog one line and exit 1."""
         try:
             return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            exit_for_missing_extra(ctx, ctx.invoked_subcommand or "", exc)
+            raise
         except SettingsError as exc:
             raise click.UsageError(str(exc)) from exc
         except ContractError as exc:
@@ -86,8 +119,15 @@ def main(verbose: bool, quiet: bool) -> None:
 
 def serve_main() -> None:
     """The bare ``serve`` command (SageMaker runs ``serve``): settings come from SCORER_* variables."""
-    from scorer.server.main import run  # noqa: PLC0415
-    from scorer.settings import ScorerSettings  # noqa: PLC0415
+    try:
+        from scorer.server.main import run  # noqa: PLC0415
+        from scorer.settings import ScorerSettings  # noqa: PLC0415
+    except ModuleNotFoundError as exc:
+        line = missing_extra("serve", exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)  # noqa: T201  (before logging is set up)
+        raise SystemExit(2) from exc
 
     logs.configure(logging.INFO)
     from contracts.settings import build_settings  # noqa: PLC0415

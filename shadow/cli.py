@@ -82,10 +82,10 @@ def run(catalog: Path | None, port: int | None, proxy_port: int | None, upstream
 def _run_loop(main: object) -> None:
     try:
         import uvloop  # noqa: PLC0415  (optional: faster loop)
-
-        uvloop.run(main)  # type: ignore[arg-type]
-    except ImportError:
+    except ImportError:  # only uvloop's own absence: an import error from `main` must reach the CLI
         asyncio.run(main)  # type: ignore[arg-type]
+        return
+    uvloop.run(main)  # type: ignore[arg-type]
 
 
 async def serve(settings: ShadowSettings) -> None:
