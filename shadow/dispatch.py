@@ -21,6 +21,7 @@ from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected
 from shadow.looplag import LoopLag
 from shadow.proposals import Decision, RowStamp, Timing, blank_row, not_scored, scored
 from shadow.records.sink import SinkFull
+from shadow.refusals import RefusalLog
 
 if TYPE_CHECKING:
     from shadow.backends.base import ScoreResult
@@ -53,6 +54,8 @@ class Dispatcher:
         self.lag = lag if lag is not None else LoopLag()
         """The loop's lag: a timeout while the loop lagged is the sidecar's fault, not the scorer's."""
         self.rng = random.Random()  # noqa: S311  (backoff jitter, not security)
+        self.refusals = RefusalLog(metrics)
+        """Refusals are counted, and logged once per candidate and cause (not once per decision)."""
 
     async def dispatch(self, d: Decision) -> dict[str, Any]:
         """Score one decision with its candidate and return the candidate's row."""
@@ -104,6 +107,8 @@ class Dispatcher:
                 self._observe(cand, t0, out, ok=isinstance(exc, _NOT_BREAKER_FAILURES),
                               starved=self._starved(cand, exc, t0, cut=limit_s < spec.timeout_s))
                 out.status, out.reason = exc.status, exc.reason
+                if isinstance(exc, ScorerRejected):
+                    self.refusals.report(cand.name, cand.backend.endpoint, exc)
                 pause = self._backoff(spec.backoff_base_s, spec.backoff_max_s, out.attempts, exc.retry_after)
                 last = not exc.retryable or out.attempts >= spec.max_attempts
                 if last or time.monotonic() + pause >= deadline:

@@ -79,6 +79,9 @@ class Metrics:
                                         registry=r)
         self.retries = Counter("shadow_scorer_retries", "Scorer calls retried",
                                ["backend", "endpoint", "candidate"], registry=r)
+        self.scorer_refused = Counter("shadow_scorer_refused",
+                                      "Scorer calls refused (a 4xx, a chat server's answer_mode), by cause",
+                                      ["endpoint", "candidate", "cause"], registry=r)
         self.breaker_state = Gauge("shadow_breaker_state", "0 closed, 1 half-open, 2 open",
                                    ["endpoint", "candidate"], registry=r)
         self.kill_switch = Gauge("shadow_kill_switch", "1 while the kill switch is on", registry=r)

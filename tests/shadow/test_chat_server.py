@@ -8,6 +8,7 @@ error on the first call.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import time
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 
 from shadow.backends.chat import AnswerModeRejected, ChatBackend
@@ -121,6 +123,44 @@ async def test_a_mode_the_server_rejects_is_a_clear_error_on_the_first_call(chat
             await backend.score(dict(REQUEST), 60)
     finally:
         await backend.close()
+
+
+async def test_a_refused_answer_mode_is_logged_once_with_the_fix_and_counted(
+    chat_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through the sidecar, 12 decisions all refused: one warning with the server's message and the fix.
+
+    llama_cpp.server answers ``json_schema`` with a 500 and its own message; every decision ends
+    ``error / scorer_rejected``, the refusal is logged once for the candidate (not once per decision) and
+    counted once per call in ``shadow_scorer_refused_total``.
+    """
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {}}}}
+    async with aiohttp.ClientSession() as session, \
+            session.post(f"{chat_server}/v1/chat/completions", json=body) as refused:
+        assert refused.status == 500
+        server_says = (await refused.text())[:120]  # the server's own words, asked without the sidecar
+    scorer = {"backend": "chat", "endpoint": chat_server, "answer_mode": "json_schema", "timeout_s": 60,
+              "deadline_s": 120, "max_attempts": 1}
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(chat_server, scorer=scorer)})
+    ids = [f"r-{i}" for i in range(12)]
+    caplog.set_level(logging.WARNING, logger="shadow.scorer")
+    async with running_sidecar(settings_for(tmp_path, catalog, workers=2)) as (url, _app):
+        await offer_and_collect(url, ids, wait_s=0)
+        await wait_rows(url, len(ids), timeout_s=120)
+        async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as answer:
+            metrics = await answer.text()
+    rows = rows_by_id(tmp_path)
+    assert {(rows[i]["status"], rows[i]["reason"]) for i in ids} == {("error", "scorer_rejected")}
+    told = [r.getMessage() for r in caplog.records if r.name == "shadow.scorer"]
+    assert len(told) == 1, told
+    assert server_says in told[0]
+    assert "set the scorer's answer_mode to one the server supports" in told[0]
+    assert "json_object: llama-cpp-python's server" in told[0]
+    counted = [line for line in metrics.splitlines()
+               if line.startswith("shadow_scorer_refused_total{") and 'cause="AnswerModeRejected"' in line]
+    assert len(counted) == 1, counted
+    assert float(counted[0].rsplit(" ", 1)[1]) == len(ids)
 
 
 def test_options_sharing_a_first_token_are_split_by_the_next_token() -> None:
