@@ -1,8 +1,8 @@
 """What answering ``POST /v1/decisions`` only once the accept marks are on disk costs the mirror API.
 
 Runs ``semif-shadow sidecar run`` (API mode) from two source trees, one after the other, several times
-alternating: ``--before`` (a checkout whose 202 is sent once decisions are queued in memory, e.g.
-``git worktree add /tmp/before f04dc0e``) and this tree (the 202 waits for the journal's group commit
+alternating: ``--before`` (a checkout whose 202 is sent once decisions are queued in memory, made with
+``git worktree add /tmp/before REV``) and this tree (the 202 waits for the journal's group commit
 of the accept marks). Each run loads a fresh sidecar with single-decision posts over ``--clients``
 keep-alive connections, back to back (closed loop), for ``--duration`` seconds, and reports answers/s
 and the answer latency's p50 and p99. The scorer is a closed port, so no scorer competes for the CPU

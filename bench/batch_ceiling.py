@@ -6,7 +6,7 @@ layout, `scorer.merged`) of `--tokens` tokens with `--rows` logits rows (a CLINC
 (no HTTP, no Python around it, no log-softmax), on the real model, for one block and for n blocks in
 one call, each block on its own sequence after a shared `--prefix`-token prefix, alternating the shapes
 so a loaded machine slows both alike. The ratio n x t(1) / t(n) is the ceiling of the throughput gain
-batching can bring to the decode: issue 20 asks for 2x at 16 clients.
+batching can bring to the decode.
 
 It also prints the arithmetic per call (multiply-accumulates of the layers per token, of the output
 projection per logits row, from the model's shapes) and the rate reached, against one long prefill:

@@ -1,4 +1,4 @@
-"""Where cross-request batching moves a decision's logits, and a layout that does not (issue 20).
+"""Where cross-request batching moves a decision's logits, and a layout that does not.
 
 Scores a few sequences alone, then together in one ``llama_decode`` in random orders and batch sizes,
 and prints the largest change of any logit against the solo run, for each combination of:

@@ -113,7 +113,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as out:
         if hasattr(runner, "write_job_marts"):
             runner.write_job_marts(con, Path(out), span, step)
-        else:  # trees before the Spark engine (e.g. 7c97460) write from output.py directly
+        else:  # trees from before the Spark engine write from output.py directly
             from pipelines.output import write_marts  # noqa: PLC0415
 
             write_marts(con, Path(out), span)

@@ -5,15 +5,15 @@ On a shared machine whose speed drifts by 10-25% within minutes, a job's time me
 tree (A) and this tree (B), in the order A B, B A, A B, ..., so that each pair ran side by side; it then
 prints every pair, the medians, the ratio of the medians, the median of the pair ratios with a bootstrap
 95% interval, the geometric mean of the pair ratios with its interval, and the median CPU seconds of each
-step in both trees. With `--reference-seconds` (the baseline's time where it was first measured, e.g. 9.6
-for 7c97460, docs/performance.md), each ratio is also given as the projected time of this tree.
+step in both trees. With `--reference-seconds` (the baseline's time where it was first measured), each
+ratio is also given as the projected time of this tree.
 
 The baseline is a git revision, checked out in a temporary `git worktree` (removed at the end), or a tree
 given with `--baseline-tree`. Both trees' `pipelines` package run under this tree's copy of
 `bench/pipelines_models.py` (with `PYTHONPATH=<tree>`, as that script documents).
 
     .venv/bin/python -P bench/pipelines_pairs.py /tmp/semif-bench-pipelines/records-10000000-zstd \\
-        --baseline 7c97460 --pairs 16 --reference-seconds 9.6
+        --baseline REV --pairs 16 --reference-seconds SECONDS
 
 The records come from `bench/pipelines.py` (`ensure_data`); 16 pairs at 10M take about 9 minutes here.
 """

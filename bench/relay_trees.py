@@ -1,11 +1,11 @@
 """The sidecar's proxy rows on several source trees, alternating in one run on one machine.
 
-A figure in ``docs/performance.md`` that moved between sessions may be the code or the machine. This
+A figure that moved between two measurements may be the code or the machine. This
 script answers which: it starts ``bench/sidecar.py``'s stack once (nginx upstream, the ~1 ms
 fault-injecting scorer) and, for each run, a fresh sidecar from each tree in turn, loaded by the same
 paced wrk schedule, so every tree sees the same machine state. Trees are checkouts, for example::
 
-    git worktree add /tmp/before 204b637^
+    git worktree add /tmp/before REV
     .venv/bin/python bench/relay_trees.py --tree main=. --tree before=/tmp/before --runs 3
     .venv/bin/python bench/relay_trees.py --tree main=. --in-process   # the relay on the sidecar's loop
 

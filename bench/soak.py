@@ -16,7 +16,7 @@ otherwise), scored per second, the sidecar's and the relay's RSS every few secon
 and idle after it), the answer time of a normal request right after the load, and how long SIGTERM
 took to exit, beside the sum of the configured bounds (``shadow.bounds``). ``--runs N`` repeats the
 whole and reports medians. The default run is short (30 s per saturating phase); ``--duration 180``
-is the operator's bad day from issue 24. Usage::
+is an operator's bad day. Usage::
 
     .venv/bin/python bench/soak.py                  # ~3 minutes (5 on a loaded machine)
     .venv/bin/python bench/soak.py --duration 180   # the long soak

@@ -62,7 +62,7 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     con.execute("set TimeZone = 'UTC'")
     con.execute("set memory_limit = $limit", {"limit": settings.memory_limit})
     # Buffer blocks come from one region kept for the connection's life instead of being returned to the
-    # OS and faulted in again (measured at 10M decisions: about 1 s less system time, +20 MiB peak RSS).
+    # OS and faulted in again: less system time at large sizes, for a little more peak memory.
     # Only a speed-up: a value DuckDB will not take for it leaves the default allocator.
     with contextlib.suppress(duckdb.Error):
         con.execute("set block_allocator_memory = $limit", {"limit": settings.memory_limit})
@@ -112,7 +112,7 @@ def run_parameters(settings: PipelineSettings, window: Window) -> dict[str, obje
         "psi_floor": PSI_FLOOR,
         "utilization": settings.utilization,
         # the normal quantile from scipy.special (what scipy.stats.norm.ppf computes, bit for bit): importing
-        # scipy.stats took ~1 CPU-s of every run (docs/performance.md, "Pipelines")
+        # scipy.stats is slow, and every run would pay for it
         "paired_z": float(ndtri(0.5 + settings.bootstrap_level / 2)),
         "identity_settle_minutes": IDENTITY_SETTLE_MINUTES,
     }

@@ -29,7 +29,7 @@ def mcnemar_exact_p(only_a: pa.Array, only_b: pa.Array) -> pa.Array:
     """McNemar's exact two-sided p-value: 2 P(X <= min(b, c)), X ~ Binomial(b + c, 1/2), capped at 1.
 
     scipy.stats is imported here, on the first call (only runs with paired candidates make one): importing it
-    at module level cost every pipelines run ~1 CPU-s.
+    at module level would slow every pipelines run.
     """
     from scipy.stats import binom  # noqa: PLC0415  (see the docstring)
 

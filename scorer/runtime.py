@@ -36,7 +36,7 @@ def _forward_llama_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> 
 
 
 # llama.cpp keeps a raw pointer to this callback for the life of the process: it must never be freed
-# (see NOTES.md), so it is a module-level constant, set once.
+# (a freed callback crashes the next log line), so it is a module-level constant, set once.
 _LOG_CALLBACK = llama_cpp.llama_log_callback(_forward_llama_log)
 llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
 llama_cpp.llama_backend_init()

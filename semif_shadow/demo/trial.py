@@ -90,9 +90,8 @@ class Result:
 def scorer_threads() -> int:
     """One core fewer than the machine has (at least one): the sidecar, relay and router need one.
 
-    llama.cpp's threads spin; with every core taken they wait on each other (on a loaded 2-core machine,
-    1 thread scored in 1.1 s what 2 threads scored in 5.6 s). On an idle machine every core is faster
-    (``--scorer-threads``: the 30-ticket demo in 112 s with 2 threads against 180 s with 1, 2 cores).
+    llama.cpp's threads spin; with every core taken they wait on each other, and on a loaded machine
+    fewer threads score faster. On an idle machine every core is faster (``--scorer-threads``).
     """
     return max(1, (os.cpu_count() or 2) - 1)
 

@@ -1,4 +1,4 @@
-"""The review shows how many one-hot rows each candidate's calibration leaves out (issue 23).
+"""The review shows how many one-hot rows each candidate's calibration leaves out.
 
 The marts leave one-hot rows (the chat backend without log-probabilities) out of every calibration
 figure and count them in ``calibration.one_hot_excluded``. Here one-hot copies of a third of the scored

@@ -49,7 +49,7 @@ final as (
         proposal = outcome as correct,
         case when status = 'scored' and joined and outcome_pos is not null and not one_hot
              then probabilities end as probabilities,
-        -- UBIGINT on both sides: hash() % an INTEGER is computed in HUGEINT (~3 CPU-s more per 10M)
+        -- UBIGINT on both sides: hash() % an INTEGER is computed in HUGEINT, far slower at this size
         hash(decision_id) as decision_key,
         (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
