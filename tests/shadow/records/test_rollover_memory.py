@@ -1,7 +1,8 @@
 # Copyright 2026 the semif-shadow authors. Licensed under the Apache License 2.0.
 """A roll-over gives its memory back: the sidecar's RSS returns towards its idle size after a load.
 
-Under a saturating load the sidecar's memory grew at its roll-overs and stayed there when idle. Three causes, each held here in a fresh process (``rollover_driver.py``; this test
+Under a saturating load the sidecar's memory grew at its roll-overs and stayed there when idle.
+Three causes, each held here in a fresh process (``rollover_driver.py``; this test
 process imported pandas long ago):
 
 * pyarrow imports pandas on the first Python value it converts to Arrow, and `rows.partitioned`
