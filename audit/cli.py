@@ -13,3 +13,50 @@ def audit() -> None:
     Examples:
       semif-shadow audit --help
     """
+
+
+@audit.command("sample")
+@click.option("--root", required=True, help="Records root (folder or s3://bucket/prefix) holding the week.")
+@click.option("--week", required=True, help="ISO week whose labelled decisions are sampled, e.g. 2026-W48.")
+@click.option("--type", "decision_type", default=None, help="Only this decision type (default: every type).")
+@click.option("--disagreements", type=click.IntRange(min=0), default=200, show_default=True,
+              help="At most this many decisions where some candidate disagrees with production.")
+@click.option("--agreement-rate", type=click.FloatRange(0.0, 1.0), default=0.02, show_default=True,
+              help="The share of decisions where every candidate agrees with production.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The draw's seed.")
+@click.option("--overlap", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
+              help="The share of sampled decisions meant for two auditors.")
+def sample(root: str, week: str, decision_type: str | None, disagreements: int,  # noqa: PLR0913, PLR0917
+           agreement_rate: float, seed: int, overlap: float) -> None:
+    """Draw the week's audit sample: every disagreement up to a cap, a share of agreements.
+
+    Writes ROOT/audit_samples/week=W/decision_type=T/part-0.parquet per type (sample_id, decision_id,
+    stratum, inclusion_probability, double_audit...). The same records and seed give the same sample;
+    a week and type that already have a sample keep it (nothing is rewritten).
+
+    \b
+    Example:
+      semif-shadow audit sample --root records --week 2026-W48 --disagreements 200 --agreement-rate 0.02
+    """
+    from audit import sample as sampling  # noqa: PLC0415  (keep --help fast: DuckDB, numpy)
+    from pipelines.errors import PipelinesError  # noqa: PLC0415
+    from pipelines.storage import open_root  # noqa: PLC0415
+
+    design = sampling.Design(disagreements, agreement_rate, seed, overlap)
+    try:
+        records = open_root(root)
+        for name in sampling.decision_types(records, week, decision_type):
+            drawn = sampling.draw(sampling.population(records, week, name), week, name, design)
+            target = sampling.write(records, drawn, week, name)
+            if target is None:
+                click.echo(f"{week} {name}: a sample exists already; left unchanged "
+                           f"(delete it to draw another)")
+                continue
+            strata = drawn.column("stratum").to_pylist()
+            sizes = dict(zip(strata, drawn.column("stratum_decisions").to_pylist(), strict=True))
+            click.echo(f"{week} {name}: {len(strata)} decisions sampled "
+                       f"({strata.count('disagree')} of {sizes.get('disagree', 0)} disagreements, "
+                       f"{strata.count('agree')} of {sizes.get('agree', 0)} agreements, "
+                       f"{sum(drawn.column('double_audit').to_pylist())} for two auditors) -> {target}")
+    except (sampling.SampleError, PipelinesError) as exc:
+        raise click.ClickException(str(exc)) from exc

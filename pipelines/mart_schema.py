@@ -129,6 +129,19 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("mean_confidence_a mean_confidence_b brier_top_a brier_top_b", REAL),
         *columns("mean_scorer_ms_a mean_scorer_ms_b usd_per_1k_a usd_per_1k_b", REAL),
     ],
+    "correctness": [
+        *SCOPE, ("sample_id", TEXT), *columns("decisions sampled audited", COUNT),
+        *columns("correctness correctness_se correctness_low correctness_high", REAL),
+        *columns("right_vs_wrong right_vs_wrong_low right_vs_wrong_high", REAL),
+        *columns("wrong_vs_right wrong_vs_right_low wrong_vs_right_high", REAL),
+    ],
+    "auditor_agreement": [
+        *WEEK, ("sample_id", TEXT), *columns("double_audited agreed", COUNT),
+        *columns("observed_agreement kappa", REAL),
+    ],
+    "auditor_disagreements": [
+        *WEEK, *columns("sample_id decision_id auditor_a answer_a auditor_b answer_b", TEXT),
+    ],
 }
 """Every mart's columns in order, without the writer's ``RUN`` columns."""
 

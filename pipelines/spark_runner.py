@@ -25,6 +25,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from contracts.audit_samples import AUDIT_SAMPLES
 from contracts.records import DROPS, SCHEMAS
 from pipelines.errors import NoInput, PipelinesError
 from pipelines.mart_schema import DECLARED
@@ -37,7 +38,7 @@ from pipelines.runner import (
     segment_problem,
     write_job_marts,
 )
-from pipelines.source import WindowFiles, list_files
+from pipelines.source import WindowFiles, list_files, list_samples
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.spark_udfs import register_spark_udfs
 from pipelines.sqlmodels import WINDOW_VARIABLES, Model, load_models, mart_names
@@ -158,10 +159,11 @@ def register_window(spark: SparkSession, root: Root, window: Window) -> WindowFi
     first = window.read_start.date()
     outcomes, _ = list_files(root, "outcomes", first, max(window.as_of.date(), first))
     drops, _ = list_files(root, "drops", first, last_day)
-    files = WindowFiles(root, proposals, outcomes, proposal_bytes, drops=drops)
+    samples = list_samples(root, first, last_day)
+    files = WindowFiles(root, proposals, outcomes, proposal_bytes, drops=drops, audit_samples=samples)
     files.check()
     for name, paths in files.chosen().items():
-        schema = from_arrow_schema({**SCHEMAS, "drops": DROPS}[name])
+        schema = from_arrow_schema({**SCHEMAS, "drops": DROPS, "audit_samples": AUDIT_SAMPLES}[name])
         reader = spark.read.schema(schema)
         frame = reader.parquet(*[spark_path(root, p) for p in paths]) if paths else spark.createDataFrame(
             [], schema)

@@ -1,7 +1,7 @@
 """The SQL models under ``models/``: their order, kind (view or table) and text, and the quoting helper.
 
 Staging models are views over the registered raw relations (``raw_proposals``, ``raw_outcomes``,
-``raw_drops``);
+``raw_drops``, ``raw_audit_samples``);
 intermediate models and marts are tables. Values reach the SQL only through the one-row ``run_params``
 table, the ``cfg_*`` tables and the window variables (``WINDOW_VARIABLES``), all filled with bound
 parameters (``runner.py``); identifiers only through ``quote_ident``.
@@ -19,6 +19,8 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("staging", "stg_proposals"),
     ("staging", "stg_outcomes"),
     ("staging", "stg_drops"),
+    ("staging", "stg_audits"),
+    ("staging", "stg_audit_samples"),
     # the one pass over the proposals' strings and option lists: every later model reads its tables
     ("intermediate", "int_decisions"),
     ("intermediate", "int_segment_hours"),
@@ -55,6 +57,11 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "identity_changes"),
     ("marts", "paired"),
     ("marts", "cost"),
+    ("intermediate", "int_audited"),
+    ("intermediate", "int_audit_pairs"),
+    ("marts", "correctness"),
+    ("marts", "auditor_agreement"),
+    ("marts", "auditor_disagreements"),
 )
 """Every model in dependency order."""
 

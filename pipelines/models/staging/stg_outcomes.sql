@@ -4,6 +4,8 @@
 -- aggregate is a plain `max` and the outcome and its time are read back from the key. (The key overflows,
 -- and the model fails loudly, only past 2^63: e.g. 290,000 distinct outcome ids in a one-year window.)
 -- The window's bounds are the variables `read_start` and `as_of`: constants, so the scan filters as it reads.
+-- Production's outcome only: audits (`source = 'audit'`, records v1.2) are people's answers about what was
+-- right and never replace it (`stg_audits` reads them); every agreement metric compares with this one.
 with source as (
     select * from raw_outcomes
 ),
@@ -13,6 +15,7 @@ known as not materialized (
     from source
     where source.outcome_at <= getvariable('as_of')
       and source.outcome_at >= getvariable('read_start')
+      and source.source is distinct from 'audit'
 ),
 
 names as (
