@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from pipelines.weeks import Window, as_utc, parse_week
 from tests.infra.cfn import ROOT
 
 K8S = ROOT / "infra" / "k8s"
@@ -158,14 +160,57 @@ def test_sidecar_settings_are_ones_the_code_reads() -> None:
     assert names <= known, names - known
 
 
+def weekly_step(name: str) -> dict[str, Any]:
+    """One container of the weekly CronJob's pod."""
+    spec = resource("CronJob", "semif-shadow-weekly")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (step,) = [c for c in spec["initContainers"] + spec["containers"] if c["name"] == name]
+    return step
+
+
+def maturity_lag() -> dt.timedelta:
+    """The lag the job's ConfigMap sets for the pipelines (whole days), which the marts' ``mature`` uses."""
+    config = resource("ConfigMap", "semif-shadow-weekly")["data"]
+    return dt.timedelta(days=int(config["PIPELINES_MATURITY_LAG_DAYS"]))
+
+
+def scheduled_instants(count: int) -> list[dt.datetime]:
+    """The CronJob's next ``count`` runs (UTC) from 2026-11-01, read from its "M H * * D" schedule."""
+    minute, hour, dom, month, weekday = resource("CronJob", "semif-shadow-weekly")["spec"]["schedule"].split()
+    assert (dom, month) == ("*", "*")
+    first = dt.datetime(2026, 11, 1, int(hour), int(minute), tzinfo=dt.UTC)
+    days = (first + dt.timedelta(days=d) for d in range(count * 7 + 7))
+    return [d for d in days if d.isoweekday() % 7 == int(weekday)][:count]
+
+
+def run_step(name: str, tmp_path: Path, now: dt.datetime) -> list[str]:
+    """The step's shell at ``now``: what it passes to `semif-shadow` (a stand-in that prints its arguments).
+
+    A stand-in `date` answers `date -u +%s` (the step's one reading of the clock) with ``now``; every
+    other call goes to GNU date.
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    stand_ins = {"semif-shadow": '#!/bin/sh\nprintf "%s\\n" "$@"\n',
+                 "date": f'#!/bin/sh\n[ "$*" = "-u +%s" ] && echo {int(now.timestamp())} && exit 0\n'
+                         f'exec {shutil.which("date")} "$@"\n'}
+    for stand_in, body in stand_ins.items():
+        (bin_dir / stand_in).write_text(body)
+        (bin_dir / stand_in).chmod(0o755)
+    step = weekly_step(name)
+    config = resource("ConfigMap", "semif-shadow-weekly")["data"]
+    env = {**os.environ, **config, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    command = [*step["command"], *step["args"]]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=True)  # noqa: S603
+    return result.stdout.splitlines()
+
+
 def test_weekly_job_compacts_then_computes_then_reviews_into_s3() -> None:
     """The weekly job compacts, computes, then reviews, into S3.
 
-    Monday, one run at a time; init containers run one after another before the last, so the order holds;
-    every output root is an s3:// URL (the job has no disk).
+    One run at a time; init containers run one after another before the last, so the order holds; every
+    output root is an s3:// URL (the job has no disk).
     """
     cronjob = resource("CronJob", "semif-shadow-weekly")
-    assert cronjob["spec"]["schedule"].split()[-1] == "1"
     assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
     spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     steps = [c["name"] for c in spec["initContainers"]] + [c["name"] for c in spec["containers"]]
@@ -174,27 +219,47 @@ def test_weekly_job_compacts_then_computes_then_reviews_into_s3() -> None:
     assert all(config[k].startswith("s3://") for k in ("RECORDS_ROOT", "MARTS_OUT", "REVIEWS_OUT"))
 
 
-def test_weekly_job_reruns_the_four_weeks_before_this_one(tmp_path: Path) -> None:
-    """The weekly job reruns the four ISO weeks before this one.
+def test_the_job_s_maturity_lag_is_the_pipelines_setting() -> None:
+    """The ConfigMap's lag is the pipelines' maturity_lag_days (the one the marts and the review use).
 
-    The pipelines step's shell, run with a stand-in `semif-shadow`, asks for --since four weeks ago and
-    --until last week, and passes the S3 roots through.
+    A lag set only in the manifest, or a default changed only in the code, fails here.
     """
-    spec = resource("CronJob", "semif-shadow-weekly")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    (step,) = [c for c in spec["initContainers"] if c["name"] == "pipelines"]
-    stand_in = tmp_path / "semif-shadow"
-    stand_in.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
-    stand_in.chmod(0o755)
+    from pipelines.settings import PipelineSettings  # noqa: PLC0415  (only this test needs it)
+
+    assert maturity_lag() == dt.timedelta(days=PipelineSettings().maturity_lag_days)
+    for name in ("pipelines", "review"):
+        assert "PIPELINES_MATURITY_LAG_DAYS" in " ".join(weekly_step(name)["args"]), name
+
+
+def test_weekly_job_reviews_the_latest_mature_week_soon_after_it_matures(tmp_path: Path) -> None:
+    """At each of 60 scheduled runs the review's week is the latest mature one, matured under a day ago.
+
+    The runs cross a year end and ISO 2026's week 53. The review step's shell runs with the clock set to
+    the scheduled instant; maturity is the pipelines' own rule (`pipelines.weeks.Window.is_mature`) with
+    the ConfigMap's lag.
+    """
+    lag = maturity_lag()
+    for now in scheduled_instants(60):
+        args = run_step("review", tmp_path, now)
+        week = args[args.index("--week") + 1]
+        assert args[args.index("--out") + 1].endswith(f"/{week}.html")
+        monday = parse_week(week)
+        span = Window(monday, monday, 4, now, lag)
+        assert span.is_mature(monday), (now, week)
+        assert not span.is_mature(monday + dt.timedelta(weeks=1)), (now, week)
+        matured = as_utc(monday + dt.timedelta(weeks=1)) + lag
+        assert now - matured < dt.timedelta(days=1), (now, week)
+
+
+def test_weekly_job_reruns_four_weeks_ending_with_the_reviewed_one(tmp_path: Path) -> None:
+    """The pipelines step asks for the reviewed week and the three before it, on the S3 roots."""
     config = resource("ConfigMap", "semif-shadow-weekly")["data"]
-    env = {**os.environ, **config, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
-    command = [*step["command"], *step["args"]]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=True)  # noqa: S603
-    args = result.stdout.splitlines()
-    since, until = args[args.index("--since") + 1], args[args.index("--until") + 1]
-    assert re.fullmatch(r"\d{4}-W\d{2}", since)
-    assert re.fullmatch(r"\d{4}-W\d{2}", until)
-    assert args[args.index("--root") + 1] == config["RECORDS_ROOT"]
-    assert args[args.index("--out") + 1] == config["MARTS_OUT"]
-    today = dt.datetime.now(tz=dt.UTC).date()
-    iso = [(today - dt.timedelta(days=d)).isocalendar() for d in (28, 7)]
-    assert [since, until] == [f"{y}-W{w:02d}" for y, w, _ in iso]
+    for now in scheduled_instants(10):
+        args = run_step("pipelines", tmp_path, now)
+        since = parse_week(args[args.index("--since") + 1])
+        until = parse_week(args[args.index("--until") + 1])
+        review = run_step("review", tmp_path, now)
+        assert until == parse_week(review[review.index("--week") + 1])
+        assert until - since == dt.timedelta(weeks=3)
+        assert args[args.index("--root") + 1] == config["RECORDS_ROOT"]
+        assert args[args.index("--out") + 1] == config["MARTS_OUT"]
