@@ -239,11 +239,13 @@ def catalog_token_variables() -> set[str]:
 
 
 def variable_problems(doc: Path) -> list[Named]:
-    """Every variable ``doc`` names that no settings class defines (a ``PREFIX_*`` must match one)."""
+    """Every variable ``doc`` names that no settings class or catalog defines (``X_*`` must match one)."""
     fields = settings_fields()
-    known = set(fields) | catalog_token_variables()
+    text = doc.read_text(encoding="utf-8")
+    declared = set(re.findall(r"auth_token_env:\s*([A-Z0-9_]+)", text))  # a catalog the doc itself shows
+    known = set(fields) | catalog_token_variables() | declared
     problems = []
-    for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         for name, star in VARIABLE.findall(line):
             found = any(k.startswith(name) for k in known) if star else name in known
             if not found:
