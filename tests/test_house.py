@@ -1,7 +1,9 @@
 """The house rules: which package may import which, and how long a module may grow.
 
 The import graph is read from the code with `ast` (imports inside functions count too), so a rule
-broken anywhere fails here, not only on the paths a test happens to run.
+broken anywhere fails here, not only on the paths a test happens to run. Between modules the graph has
+no circle at all, not even one hidden behind ``TYPE_CHECKING`` or inside a function: a shared type moves
+down, or the side that needs a few methods states them as a small ``Protocol``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ FORBIDDEN = {
 }
 """Package -> top-level packages it must never import (the entry layer is imported by nothing)."""
 
-RELAY_MODULES = ("framing", "held", "connection", "sides", "relay", "channel", "main")
+RELAY_MODULES = ("framing", "held", "states", "connection", "sides", "relay", "channel", "main")
 RELAY_MAY_IMPORT = {f"shadow.proxy.{m}" for m in RELAY_MODULES} | {"shadow.errors", "contracts.errors"}
 """What the relay process's modules may import of the project: each other, and the error trees."""
 
@@ -51,6 +53,66 @@ def _is_module(name: str) -> bool:
     parts = name.split(".")
     path = ROOT.joinpath(*parts)
     return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that module ``name`` (at ``path``) imports, relative imports resolved.
+
+    ``from a.b import c`` imports ``a.b.c`` when that is a module, else ``a.b``; an import of a package's
+    name alone leads to its ``__init__``. Imports under ``TYPE_CHECKING`` and inside functions count.
+    """
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                up = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{up}.{base}" if base else up
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for imported in names:
+            module = imported
+            while module and module not in known:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                found.add(module)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules it imports, over every package (a folder with ``__init__.py``) in ``root``."""
+    paths = {_module_name(root, path): path for init in sorted(root.glob("*/__init__.py"))
+             if init.parent.name not in {"tests", "bench"} for path in init.parent.rglob("*.py")}
+    return {name: _module_imports(name, path, set(paths)) for name, path in paths.items()}
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph[node])
+    return seen
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that reach each other through imports (more than one), sorted."""
+    reach = {node: _reachable(graph, node) for node in graph}
+    groups = {tuple(sorted({node} | {other for other in reach[node] if node in reach[other]}))
+              for node in graph if node in reach[node]}
+    return sorted(list(group) for group in groups)
 
 
 def test_no_package_imports_what_the_house_forbids() -> None:
@@ -82,6 +144,24 @@ def test_modules_stay_short_or_say_why(path: Path) -> None:
     lines = path.read_text(encoding="utf-8").count("\n")
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     assert lines <= MAX_LINES or "one file" in doc, f"{lines} lines and no reason in the docstring"
+
+
+def test_no_module_import_circle() -> None:
+    """No two modules import each other, however indirectly, in any package (audit and demo included)."""
+    assert circles(import_graph(ROOT)) == []
+
+
+def test_the_circle_check_sees_a_planted_circle(tmp_path: Path) -> None:
+    """A circle through a relative import, one under TYPE_CHECKING and one inside a function is found."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "sub" / "__init__.py"):
+        init.write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text("import typing\nif typing.TYPE_CHECKING:\n    from pkg import c\n")
+    (pkg / "c.py").write_text("def f():\n    from pkg.a import x\n    return x\n")
+    (pkg / "d.py").write_text("from pkg.c import f\n")
+    assert circles(import_graph(tmp_path)) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
 
 
 def test_the_import_checker_sees_a_broken_rule(tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
 """Proxy mode: a byte-for-byte relay in front of the production router; the mirror watches from the side.
 
     framing.py     follows HTTP/1.1 bytes to find each message (watches, never writes)
+    held.py        the relay-wide budget of bytes held for mirroring, and each connection's charges
+    states.py      a connection's phases, the events that move it, the table of moves
     connection.py  one client connection and its upstream connection: relay bytes, frame a copy
+    sides.py       the two asyncio protocols of a connection, forwarding events to it
     relay.py       the relay server (`ProxyServer`), its config and the hooks it reports to
     channel.py     the hand-off channel's frames, and the relay's hooks that write them
     main.py        the relay process's entry point (``python -I``, minimal environment, cwd ``/``)

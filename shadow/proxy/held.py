@@ -1,14 +1,18 @@
 """The bytes the relay holds for mirroring, charged to one relay-wide budget (``SHADOW_PROXY_HELD_BYTES``).
 
-Two things grow with load in the relay: copies of the bodies of claimed exchanges (kept until the
-exchange is handed over) and client bytes received while the upstream connection opens. Both are charged
-to one `HeldBytes` shared by every connection, so the relay's memory is bounded by a setting whatever the
+Two things grow with load in the relay: copies of the bodies of claimed exchanges (until the exchange
+is handed over) and pending client bytes (read while the upstream connection opens). Both are charged to
+one `HeldBytes` shared by every connection, so the relay's memory is bounded by a setting whatever the
 connection count. A body copy that does not fit is not made: its request is still relayed byte for byte,
-and counted unmirrored as ``relay_memory``. Connect bytes that do not fit pause the client's reading.
+and counted unmirrored as ``relay_memory``. Pending bytes that do not fit pause the client's reading.
 
-`Kept` is one connection's share: what it charged, per request and for the response being framed, and
-for its connect buffer. Every way a copy ends (answered, queue cleared, client lost, framer stopped)
+`Charges` is one connection's share: what it charged, per request and for the response being framed,
+and for its pending bytes. Every way a copy ends (answered, queue cleared, client lost, framer stopped)
 gives its bytes back through it.
+
+Words, one per concept: *keep* is the framer's cap on one body copy (``keep_bytes``); *held* bytes are
+those charged to the relay-wide budget (`HeldBytes`); a connection's *charges* are its share of them
+(`Charges`); *pending* bytes are client bytes read before the upstream connection opened.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ if TYPE_CHECKING:
     from shadow.proxy.framing import Message
 
 READ_CHUNK = 256 * 1024
-"""The most one read hands over (asyncio's and uvloop's read buffer): connect bytes beyond the budget."""
+"""The most one read hands over (asyncio's and uvloop's read buffer): pending bytes beyond the budget."""
 
 
 class HeldBytes:
@@ -51,8 +55,8 @@ def body_bound(message: Message, keep: int) -> int:
     return keep
 
 
-class Kept:
-    """One connection's charges: body copies per request (by identity), the response, connect bytes."""
+class Charges:
+    """One connection's held bytes: body copies per request (by identity), the response, pending bytes."""
 
     def __init__(self, budget: HeldBytes) -> None:
         self.budget = budget
@@ -60,7 +64,7 @@ class Kept:
         self.starved: set[int] = set()
         """Claimed requests whose copy did not fit (or whose response's did not): ``relay_memory``."""
         self.response = 0
-        self.connect = 0
+        self.pending = 0
 
     def request(self, request: Message, keep: int) -> bool:
         """Charge a copy of ``request``'s body; False (and starved) when it does not fit."""
@@ -94,17 +98,17 @@ class Kept:
         self.budget.give(self.response)
         self.response = 0
 
-    def hold_connect(self, n: int) -> bool:
-        """Charge ``n`` client bytes held while connecting; False: over the budget (pause reading)."""
+    def charge_pending(self, n: int) -> bool:
+        """Charge ``n`` client bytes read while the upstream opens; False: over the budget (pause reading)."""
         if self.budget.take(n):
-            self.connect += n
+            self.pending += n
             return True
         return False
 
-    def release_connect(self) -> None:
-        """The connect buffer was written upstream or dropped."""
-        self.budget.give(self.connect)
-        self.connect = 0
+    def release_pending(self) -> None:
+        """The pending bytes were written upstream or dropped."""
+        self.budget.give(self.pending)
+        self.pending = 0
 
     def release_all(self) -> None:
         """The connection is gone: give everything back."""
@@ -112,4 +116,4 @@ class Kept:
         self.requests.clear()
         self.starved.clear()
         self.release_response()
-        self.release_connect()
+        self.release_pending()

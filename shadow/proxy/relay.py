@@ -13,7 +13,8 @@ connection is closed once any upstream byte was relayed on it: the proxy never w
 did not send on a connection that has relayed a response).
 
 This module runs in the relay process: it imports framing and errors, never the catalog, the mirror or
-the record store.
+the record store. It sees each connection through `Relayed` only (expiry, drain, close, abort); the
+connection sees it through `connection.Server`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from shadow.errors import ShadowError
-from shadow.proxy.connection import Connection, request_path
+from shadow.errors import BadGateway, GatewayTimeout, ShadowError
+from shadow.proxy.connection import Connection, ProxyHooks, request_path
 from shadow.proxy.held import HeldBytes
 from shadow.proxy.sides import ClientSide
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Callable
 
     from shadow.proxy.framing import Message
 
@@ -78,23 +80,23 @@ class ProxyConfig:
     """Bytes held for mirroring, relay-wide (`shadow.proxy.held`); beyond, copies are not made."""
 
 
-class ProxyHooks(Protocol):
-    """Where the relay reports: answered requests, exchanges to mirror or not, connections refused."""
+__all__ = ["ProxyConfig", "ProxyHooks", "ProxyServer", "Relayed", "Upstream"]
 
-    def answered(self, status: int) -> None:
-        """One response went to the client (or a 502/504 in place of one)."""
 
-    def exchange(self, request: Message, response: Message) -> None:
-        """A finished exchange on a claimed route, after its response's bytes were written."""
+class Relayed(Protocol):
+    """What the server needs of a connection (`shadow.proxy.connection.Connection` is one)."""
 
-    def unmirrored(self, reason: str, n: int = 1) -> None:
-        """Requests on a claimed route that will not be mirrored, and why."""
+    def idle_since(self) -> float | None:
+        """Since when nothing awaits an answer; None while a request does."""
 
-    def refused(self, reason: str) -> None:
-        """A client connection closed on arrival, unserved (``connection_cap``)."""
+    def drain(self) -> None:
+        """Close once no request awaits an answer."""
 
-    def dropped(self, reason: str, request: Message) -> None:
-        """An exchange on a claimed route the relay had no room for: counted per route (``drops``)."""
+    def close(self) -> None:
+        """Close after pending writes."""
+
+    def abort(self) -> None:
+        """Close now."""
 
 
 class ProxyServer:
@@ -104,7 +106,7 @@ class ProxyServer:
         self.config = config
         self.hooks = hooks
         self.ssl = ssl.create_default_context() if config.upstream.tls else None
-        self.connections: set[Connection] = set()
+        self.connections: set[Relayed] = set()
         self.held = HeldBytes(config.held_bytes)
         """Bytes every connection holds for mirroring, against ``config.held_bytes``."""
         self.all_closed = asyncio.Event()
@@ -132,12 +134,10 @@ class ProxyServer:
             for conn in [c for c in self.connections if self._expired(c, now)]:
                 conn.close()
 
-    def _expired(self, conn: Connection, now: float) -> bool:
+    def _expired(self, conn: Relayed, now: float) -> bool:
         """No request awaiting an answer for the idle timeout (a head trickling in does not count)."""
-        if conn.requests:
-            return False  # the upstream's read timeout applies
-        since = conn.last_io if conn.requests_framer.off is not None else conn.waiting_since
-        return now - since > self.config.idle_timeout_s
+        since = conn.idle_since()
+        return since is not None and now - since > self.config.idle_timeout_s
 
     async def close(self, grace_s: float) -> None:
         """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
@@ -148,9 +148,7 @@ class ProxyServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         for conn in list(self.connections):
-            conn.closing = True
-            if not conn.requests:
-                conn.close()
+            conn.drain()
         if self.connections:
             self.all_closed.clear()
             with contextlib.suppress(TimeoutError):
@@ -163,5 +161,31 @@ class ProxyServer:
     def claimed(self, request: Message) -> bool:
         """Whether a catalog route claims this request."""
         return (request.method.upper(), request_path(request.start[1])) in self.config.routes
+
+    def admit(self, conn: Relayed) -> bool:
+        """Count a new client connection in; False over ``max_connections``."""
+        if len(self.connections) >= self.config.max_connections:
+            return False
+        self.connections.add(conn)
+        return True
+
+    def release(self, conn: Relayed) -> None:
+        """Count a client connection out (``all_closed`` once none is left)."""
+        self.connections.discard(conn)
+        if not self.connections:
+            self.all_closed.set()
+
+    async def open_upstream(self, side: Callable[[], asyncio.Protocol]) -> asyncio.Transport:
+        """A new connection to the upstream; `BadGateway` or `GatewayTimeout` when it cannot be had."""
+        up, limit = self.config.upstream, self.config.connect_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                transport, _ = await asyncio.get_running_loop().create_connection(
+                    side, up.host, up.port, ssl=self.ssl, server_hostname=up.host if up.tls else None)
+        except TimeoutError as exc:
+            raise GatewayTimeout(f"upstream {up.host}:{up.port} did not accept in {limit:g} s") from exc
+        except OSError as exc:
+            raise BadGateway(f"upstream {up.host}:{up.port}: {exc.strerror or exc}") from exc
+        return transport
 
 

@@ -1,21 +1,44 @@
-"""The two `asyncio.Protocol` sides of a relay connection: each only forwards events to its `Connection`.
+"""The two `asyncio.Protocol` sides of a relay connection: each only forwards events to its connection.
 
-When one side's writes back up, the other side stops reading (and resumes when they drain).
+When one side's writes back up, the other side stops reading (and resumes when they drain). What a
+side needs of its connection is stated here (`ClientEvents`, `UpstreamEvents`); `Connection`
+(`shadow.proxy.connection`) is both.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
-if TYPE_CHECKING:
-    from shadow.proxy.connection import Connection
+
+class _Peers(Protocol):
+    @property
+    def client(self) -> asyncio.Transport | None: ...
+
+    @property
+    def upstream(self) -> asyncio.Transport | None: ...
+
+
+class ClientEvents(_Peers, Protocol):
+    """What the client's side tells its connection."""
+
+    def client_connected(self, transport: asyncio.Transport) -> None: ...  # noqa: D102
+    def client_data(self, data: bytes) -> None: ...  # noqa: D102
+    def client_eof(self) -> None: ...  # noqa: D102
+    def client_lost(self) -> None: ...  # noqa: D102
+
+
+class UpstreamEvents(_Peers, Protocol):
+    """What the upstream's side tells its connection."""
+
+    def upstream_data(self, data: bytes) -> None: ...  # noqa: D102
+    def upstream_lost(self) -> None: ...  # noqa: D102
 
 
 class _Side(asyncio.Protocol):
     """One of the pair's two connections; when its writes back up, the other side stops reading."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: _Peers) -> None:
         self.conn = conn
 
     def peer(self) -> asyncio.Transport | None:
@@ -35,6 +58,11 @@ class _Side(asyncio.Protocol):
 
 class ClientSide(_Side):
     """The production client's connection."""
+
+    conn: ClientEvents
+
+    def __init__(self, conn: ClientEvents) -> None:
+        super().__init__(conn)
 
     def peer(self) -> asyncio.Transport | None:
         """The upstream: its answers are written to the client."""
@@ -60,6 +88,11 @@ class ClientSide(_Side):
 
 class UpstreamSide(_Side):
     """The paired connection to the production router."""
+
+    conn: UpstreamEvents
+
+    def __init__(self, conn: UpstreamEvents) -> None:
+        super().__init__(conn)
 
     def peer(self) -> asyncio.Transport | None:
         """The client: its requests are written to the upstream."""

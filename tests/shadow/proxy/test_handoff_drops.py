@@ -16,8 +16,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
-from shadow.keys import METRICS
 from shadow.intake.supervisor import ProxyProcess
+from shadow.keys import METRICS
 from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ import aiohttp
 import pytest
 
 from shadow.errors import ShadowError
+from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
-from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from tests.shadow.conftest import (
     free_port,
     read_rows,
