@@ -7,6 +7,7 @@ Layout:
                  and the model identity key the pipelines group by
     catalog.py   the decision catalog file (YAML) that the sidecar runs and the pipelines read
     settings.py  settings from the environment and command-line flags, with one-line errors
+    tasks.py     stop_tasks: cancel a task and wait until it has finished
 
 ``scorer``, ``shadow``, ``pipelines`` and ``dashboards`` import these modules; these modules import
 none of them (``tests/test_house.py`` checks it). The documents are ``docs/semif.md`` and

@@ -16,13 +16,13 @@ Proxy mode adds the relay (`shadow.proxy`) on its own port, feeding this applica
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from contracts.catalog import load_catalog
+from contracts.tasks import stop_tasks
 from shadow.api.budget import BodyBudget
 from shadow.api.middlewares import body_budget_middleware, error_middleware, log_budget_middleware
 from shadow.api.routes import setup_routes
@@ -107,9 +107,7 @@ async def _records_ctx(app: web.Application) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            await stop_tasks(writer)
             await recorder.drain(settings.shutdown_drain_s)
 
 
@@ -130,9 +128,7 @@ async def _mirror_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await mirror.stop(settings.shutdown_grace_s)
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
+        await stop_tasks(sampler)
 
 
 async def _kill_switch_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -144,9 +140,7 @@ async def _kill_switch_ctx(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await stop_tasks(task)
 
 
 async def _watch_kill_switch(app: web.Application) -> None:

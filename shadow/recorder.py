@@ -11,11 +11,11 @@ Every offered decision is one proposals row or counted once in ``drops``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from contracts.tasks import stop_tasks
 from shadow.backlog import Backlog
 from shadow.drops import DropCounter
 from shadow.proposals import Decision, blank_row, not_scored
@@ -120,9 +120,7 @@ class Recorder:
                 self._current = asyncio.ensure_future(self._write(*self.backlog.pop()))
                 await asyncio.shield(self._current)
         finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            await stop_tasks(flusher)
 
     async def _flush_loop(self) -> None:
         while True:

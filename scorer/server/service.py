@@ -14,13 +14,13 @@ event loop only queues and answers, so `/ping` and `/metrics` are never blocked 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contracts.tasks import stop_tasks
 from scorer.engine import Engine
 from scorer.errors import NotReady, Overloaded
 
@@ -111,11 +111,7 @@ class ScoringService:
 
     async def stop(self) -> None:
         """Cancel the worker, wait for a load in progress, free the model."""
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(*self._tasks)
         engine, self.engine = self.engine, None
         if engine is not None:
             await asyncio.get_running_loop().run_in_executor(self._executor, engine.close)

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contracts.tasks import stop_tasks
 from shadow.errors import ShadowError
 from shadow.intake.extract import MirrorHooks, catalog_routes, count_relay_drops, mirror_messages
 from shadow.keys import METRICS
@@ -176,13 +177,12 @@ class ProxyProcess:
         exited = asyncio.create_task(self.proc.wait())
         done, _ = await asyncio.wait([self.ready, exited], timeout=READY_TIMEOUT_S,
                                      return_when=asyncio.FIRST_COMPLETED)
+        await stop_tasks(exited)
         if self.ready not in done:
-            exited.cancel()
             if self.proc.returncode is None:
                 self.proc.kill()
                 await self.proc.wait()
             raise ShadowError(f"the proxy relay did not start (exit code {self.proc.returncode})")
-        exited.cancel()
 
     async def _watch(self) -> None:
         """Restart the relay if it ever exits while the sidecar runs."""
@@ -214,10 +214,7 @@ class ProxyProcess:
     async def stop(self) -> None:
         """SIGTERM the relay (it drains for up to the shutdown grace), then release the port."""
         self.stopping = True
-        if self.watcher is not None:
-            self.watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.watcher
+        await stop_tasks(self.watcher)
         if self.proc is not None and self.proc.returncode is None:
             self.proc.terminate()
             try:

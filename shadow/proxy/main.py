@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contracts.tasks import stop_tasks
 from shadow.proxy.channel import ChannelHooks, encode_json
 from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 
@@ -73,7 +74,7 @@ async def relay_main(spec: dict[str, Any]) -> None:
     hooks.send_counters()
     transport.close()
     await channel.closed
-    stopped.cancel()
+    await stop_tasks(stopped)
 
 
 def _health(server: ProxyServer) -> dict[str, int]:

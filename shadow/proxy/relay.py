@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from contracts.tasks import stop_tasks
 from shadow.errors import BadGateway, GatewayTimeout, ShadowError
 from shadow.proxy.connection import Connection, ProxyHooks, request_path
 from shadow.proxy.held import HeldBytes
@@ -143,10 +144,7 @@ class ProxyServer:
         """Stop accepting; close idle connections now and busy ones when done (or after ``grace_s``)."""
         if self._server is not None:
             self._server.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        await stop_tasks(self._sweeper)
         for conn in list(self.connections):
             conn.drain()
         if self.connections:

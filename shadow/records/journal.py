@@ -17,6 +17,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from contracts.tasks import stop_tasks
 from shadow.records.errors import RecordsError
 from shadow.records.segment_files import SegmentFile, fsync_dir
 
@@ -192,10 +193,7 @@ class Journal:
     async def stop(self) -> None:
         """Commit what is buffered, stop the commit task and close the segment."""
         await self.flush()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_tasks(self._task)
         await asyncio.get_running_loop().run_in_executor(self._io, self._close_segment)
         self._io.shutdown(wait=True)
 
