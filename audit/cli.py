@@ -60,3 +60,42 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
                        f"{sum(drawn.column('double_audit').to_pylist())} for two auditors) -> {target}")
     except (sampling.SampleError, PipelinesError) as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@audit.command("serve")
+@click.option("--root", required=True, help="Records root (folder or s3://bucket/prefix) holding the sample.")
+@click.option("--week", required=True, help="ISO week of the audit sample, e.g. 2026-W48.")
+@click.option("--type", "decision_type", default=None, help="Serve only this decision type's sample.")
+@click.option("--catalog", type=click.Path(dir_okay=False), envvar="SHADOW_CATALOG", required=True,
+              help="Decision catalog YAML (default: SHADOW_CATALOG): questions, options, token variables.")
+@click.option("--host", default=None, help="Listen address (default 127.0.0.1; AUDIT_HOST).")
+@click.option("--port", type=int, default=None, help="Port (default 8490; AUDIT_PORT).")
+@click.option("--spool", default=None,
+              help="The workbench's journal folder (default audit-spool; AUDIT_SPOOL_DIR).")
+def serve(root: str, week: str, decision_type: str | None, catalog: str, host: str | None,  # noqa: PLR0913, PLR0917
+          port: int | None, spool: str | None) -> None:
+    """Serve the week's audit sample: the page where auditors say what was right.
+
+    Sign in with a served decision type's token (the catalog's auth_token_env, as for the sidecar's
+    API) and a pseudonym. Answers are audit outcomes in the records, durable before acknowledged.
+
+    \b
+    Example:
+      SHADOW_TOKEN_TICKETS=... semif-shadow audit serve --root records --week 2026-W48 \\
+          --catalog catalog.yaml
+    """
+    import asyncio  # noqa: PLC0415  (keep --help fast)
+
+    from audit.workbench.errors import SetupError  # noqa: PLC0415
+    from audit.workbench.main import serve as serve_workbench  # noqa: PLC0415
+    from audit.workbench.settings import WorkbenchSettings  # noqa: PLC0415
+    from contracts.settings import build_settings  # noqa: PLC0415
+
+    flags = {"root": ("--root", root), "week": ("--week", week), "decision_type": ("--type", decision_type),
+             "catalog": ("--catalog", catalog), "host": ("--host", host), "port": ("--port", port),
+             "spool_dir": ("--spool", spool)}
+    settings = build_settings(WorkbenchSettings, flags)
+    try:
+        asyncio.run(serve_workbench(settings))
+    except SetupError as exc:
+        raise click.ClickException(str(exc)) from exc

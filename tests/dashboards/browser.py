@@ -18,9 +18,12 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import websocket
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 FLAGS = (
     "--headless",
@@ -91,11 +94,9 @@ def errors_in(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def load(path: Path, expression: str, width: int = 1280, height: int | None = None) -> Page:
-    """Open ``path`` in headless Chromium, evaluate ``expression`` once loaded, and take a screenshot.
-
-    The whole page, or with ``height`` its top ``height`` pixels (``bench/review_screenshot.py``).
-    """
+@contextlib.contextmanager
+def page_tools(width: int = 1280) -> Iterator[DevTools]:
+    """A fresh headless Chromium with one blank page, driven over DevTools; stopped and removed on exit."""
     binary = chromium()
     assert binary, "chromium not installed (make installs it: apt-get install -y chromium)"
     profile = tempfile.mkdtemp(prefix="semif-chromium-")
@@ -125,18 +126,29 @@ def load(path: Path, expression: str, width: int = 1280, height: int | None = No
                 deviceScaleFactor=1,
                 mobile=False,
             )
-            tools.call("Page.navigate", url=path.resolve().as_uri())
-            tools.wait_for("Page.loadEventFired")
-            value = tools.call("Runtime.evaluate", expression=expression, returnByValue=True)
-            top = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
-            clip = {} if height is None else {"clip": top}
-            shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **clip)
-            tools.ws.close()
-            return Page(errors_in(tools.events), value["result"].get("value"), base64.b64decode(shot["data"]))
+            try:
+                yield tools
+            finally:
+                tools.ws.close()
         finally:
             stop(proc)
     finally:
         remove_profile(Path(profile))
+
+
+def load(path: Path, expression: str, width: int = 1280, height: int | None = None) -> Page:
+    """Open ``path`` in headless Chromium, evaluate ``expression`` once loaded, and take a screenshot.
+
+    The whole page, or with ``height`` its top ``height`` pixels (``bench/review_screenshot.py``).
+    """
+    with page_tools(width) as tools:
+        tools.call("Page.navigate", url=path.resolve().as_uri())
+        tools.wait_for("Page.loadEventFired")
+        value = tools.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        top = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        clip = {} if height is None else {"clip": top}
+        shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **clip)
+        return Page(errors_in(tools.events), value["result"].get("value"), base64.b64decode(shot["data"]))
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

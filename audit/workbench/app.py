@@ -1,0 +1,84 @@
+"""The workbench application: `init_app()`; the record store and the worklist live in one cleanup context.
+
+The context opens, in order:
+
+- the sessions: the sample's decision types and their sign-in tokens (a type without one: no start);
+- the sidecar's durable record store, on the workbench's own spool. It starts before anything reads
+  the audits: its recovery publishes what a killed workbench left in the journal, so the audits read
+  next include every acknowledged answer;
+- the worklist: the week's sample, the decisions' stored states, the audits already in the records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from audit.workbench import reading
+from audit.workbench.answers import AnswerWriter
+from audit.workbench.errors import SetupError
+from audit.workbench.keys import CATALOG, SESSIONS, SETTINGS, STATES, WORKLIST, WRITER
+from audit.workbench.middlewares import error_middleware, security_headers
+from audit.workbench.routes import setup_routes
+from audit.workbench.sessions import Sessions
+from audit.workbench.worklist import Worklist
+from contracts.catalog import load_catalog
+from contracts.errors import CatalogError
+from shadow.records.store import RecordStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping
+
+    from audit.workbench.settings import WorkbenchSettings
+    from contracts.catalog import Catalog
+
+
+def init_app(settings: WorkbenchSettings, environ: Mapping[str, str]) -> web.Application:
+    """The workbench; ``environ`` holds the decision types' sign-in tokens (the catalog names them)."""
+    try:
+        catalog = load_catalog(settings.catalog)
+    except CatalogError as exc:
+        raise SetupError(str(exc).splitlines()[0]) from exc
+    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app[SETTINGS] = settings
+    app[CATALOG] = catalog
+    app.on_response_prepare.append(security_headers)
+    app.cleanup_ctx.append(_records_ctx(environ))
+    setup_routes(app)
+    return app
+
+
+def tokens(catalog: Catalog, types: set[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Each served type's sign-in token; a type without one cannot be served (fails closed)."""
+    found = {}
+    for name in sorted(types):
+        dtype = catalog.decision_types.get(name)
+        if dtype is None:
+            raise SetupError(f"decision type {name!r} of the sample is not in the catalog")
+        if not dtype.auth_token_env or not environ.get(dtype.auth_token_env):
+            variable = dtype.auth_token_env or "auth_token_env (unset in the catalog)"
+            raise SetupError(f"decision type {name!r} needs a sign-in token: set {variable}")
+        found[name] = environ[dtype.auth_token_env]
+    return found
+
+
+def _records_ctx(environ: Mapping[str, str]) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        settings = app[SETTINGS]
+        records = settings.records()
+        sample = reading.read_sample(records, settings.week, settings.decision_type)
+        app[SESSIONS] = Sessions(tokens(app[CATALOG], {r.decision_type for r in sample}, environ))
+        async with RecordStore(records) as store:
+            loop = asyncio.get_running_loop()
+            worklist = Worklist(sample, settings.claim_s)
+            audits = await loop.run_in_executor(None, reading.read_audits, records,
+                                                {r.sample_id for r in sample})
+            worklist.load(audits)
+            app[STATES] = await loop.run_in_executor(None, reading.read_states, records, settings.week,
+                                                     sample)
+            app[WORKLIST] = worklist
+            app[WRITER] = AnswerWriter(store, settings.spool_dir / "notes" / f"week={settings.week}.jsonl")
+            yield
+    return ctx

@@ -1,0 +1,55 @@
+"""AUDIT_* settings: one class, built once by ``semif-shadow audit serve`` and passed in (tests build it).
+
+Answers go through the same durable record store as the sidecar's (``shadow.records``), under the
+records root, from a spool and a writer id of the workbench's own: two stores never share a journal,
+and the workbench's files (``audit-<host>-<seq>.parquet``) never take a sidecar's names. S3 settings
+(endpoint, region, encryption) are the sidecar's ``SHADOW_RECORDS_*`` variables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shadow.records.settings import WRITER_ID_PATTERN, RecordSettings, default_writer_id
+
+DEFAULT_PORT = 8490
+DEFAULT_MAX_BODY_BYTES = 16 * 1024
+DEFAULT_NOTE_CHARS = 2000
+WEEK_PATTERN = r"^[0-9]{4}-W[0-9]{2}$"
+
+
+def default_audit_writer() -> str:
+    """``audit-<host>``: the workbench's files never take the names of a sidecar on the same host."""
+    return f"audit-{default_writer_id()}"[:64]
+
+
+class WorkbenchSettings(BaseSettings):
+    """How the workbench runs. Every field is also an ``AUDIT_<NAME>`` environment variable."""
+
+    model_config = SettingsConfigDict(env_prefix="AUDIT_", extra="ignore")
+
+    root: str = Field(description="records root (folder or s3://bucket/prefix): the sample and the answers")
+    week: str = Field(pattern=WEEK_PATTERN, description="ISO week of the audit sample (2026-W48)")
+    decision_type: str | None = Field(default=None, description="serve only this decision type's sample")
+    catalog: Path = Field(description="decision catalog YAML: questions, options, state rules, tokens")
+    host: str = Field(default="127.0.0.1", description="address the page listens on")
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="port the page listens on")
+    spool_dir: Path = Field(default=Path("audit-spool"),
+                            description="the workbench's journal (never the sidecar's)")
+    writer_id: str = Field(default_factory=default_audit_writer, pattern=WRITER_ID_PATTERN,
+                           description="names the workbench's records files")
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024, le=1024 * 1024,
+                                description="request body cap (an answer with its note is far smaller)")
+    note_max_chars: int = Field(default=DEFAULT_NOTE_CHARS, ge=0, le=20_000, description="longest note")
+    claim_s: float = Field(default=900.0, gt=0, description="a decision shown to one auditor is held for "
+                           "them this long before another auditor may be shown it")
+    tls_cert: Path | None = Field(default=None, description="serve HTTPS with this certificate (PEM)")
+    tls_key: Path | None = Field(default=None, description="the certificate's private key (PEM)")
+
+    def records(self) -> RecordSettings:
+        """The record store's settings: the root, and the workbench's own spool and writer id."""
+        return RecordSettings(root=self.root, spool_dir=self.spool_dir, writer_id=self.writer_id,
+                              roll_seconds=5.0)

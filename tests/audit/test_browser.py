@@ -1,0 +1,104 @@
+"""The workbench in headless Chromium: an auditor signs in and answers 20 decisions by keyboard."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
+from shadow.records.layout import open_dataset
+from shadow.records.settings import RecordSettings
+from tests.audit import week
+from tests.audit.chromium import tab
+from tests.audit.serving import running
+from tests.dashboards.browser import chromium
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed")
+OPTION_IDS = [o for o, _ in week.OPTIONS]
+KEYS = ["1", "3", "2", "4", "2", "2", "1", "3", "n", "4", "1", "2", "3", "1", "4", "2", "3", "1", "2", "4"]
+"""The key pressed on each of the 20 decisions (``n``: none of these)."""
+UNDO_AT, REDO_KEY, RELOAD_AT = 5, "3", 11
+
+
+def audit_rows(root: Path, spool: Path) -> list[dict[str, object]]:
+    """Every audit outcome under ``root``, oldest first."""
+    settings = RecordSettings(root=str(root), spool_dir=spool)
+    rows = open_dataset(settings, "outcomes").to_table().to_pylist()
+    return sorted((r for r in rows if r["source"] == SOURCE_AUDIT), key=lambda r: r["outcome_at"])
+
+
+def answer_of(key: str) -> str:
+    """The answer a key gives."""
+    return NONE_OF_THESE if key == "n" else OPTION_IDS[int(key) - 1]
+
+
+async def test_twenty_answers_by_keyboard_are_in_the_records(tmp_path: Path) -> None:
+    """Sign in and answer 20 decisions by key, with an undo, a "none of these" and a reload that resumes.
+
+    The records then hold exactly those answers (the undone one twice, the later answer latest).
+    """
+    root, catalog, _ = await week.build(tmp_path, 30)
+    spool = tmp_path / "audit-spool"
+    expected: dict[str, str] = {}
+    with running(root, catalog, spool) as base, tab() as page:
+        page.sign_in(base, week.TOKEN, "auditor-kb")
+        for i, key in enumerate(KEYS):
+            shown = page.text("decision-id")
+            assert shown is not None, page.evaluate("document.body.innerText")
+            assert shown not in expected
+            assert page.text("progress") == f"{i} of 30"
+            if i == RELOAD_AT:  # the auditor reloads, then comes back to the start page: same decision
+                page.reload()
+                assert page.text("decision-id") == shown
+                page.goto(f"{base}/")
+                assert page.text("decision-id") == shown
+            page.press(key)
+            if i == UNDO_AT:  # back to the answer just given, and a different one instead
+                page.press("u")
+                assert page.text("decision-id") == shown
+                page.press(REDO_KEY)
+                key = REDO_KEY  # noqa: PLW2901  (the answer that stands)
+            expected[shown] = answer_of(key)
+        assert page.text("progress") == "20 of 30"
+        assert page.errors == []
+    rows = audit_rows(root, spool)
+    assert len(rows) == 21  # 20 decisions, one of them answered twice
+    latest = {str(r["decision_id"]): r["outcome"] for r in rows}
+    assert latest == expected
+    undone = [r["outcome"] for r in rows if r["decision_id"] == list(expected)[UNDO_AT]]
+    assert undone == [answer_of(KEYS[UNDO_AT]), answer_of(REDO_KEY)]
+    assert {r["auditor"] for r in rows} == {"auditor-kb"}
+    assert {r["audit_sample"] for r in rows} == {week.SAMPLE_ID}
+    assert NONE_OF_THESE in latest.values()
+
+
+XSS = ('<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
+       '<a href="javascript:window.__xss = 3">open</a> javascript:window.__xss = 4')
+
+
+async def test_a_state_holding_script_is_shown_as_text_and_nothing_runs(tmp_path: Path) -> None:
+    """A stored state with a ``<script>``, an ``onerror`` image and ``javascript:`` URLs: shown as text.
+
+    Nothing runs (no marker set, no console error, no dialog), no element comes from it, and the HTML
+    holds it escaped (escaping, not only the Content-Security-Policy, keeps it out).
+    """
+    root, catalog, _ = await week.build(tmp_path, 3, subject=XSS)
+    with running(root, catalog, tmp_path / "audit-spool") as base, tab() as page:
+        page.sign_in(base, week.TOKEN, "auditor-xss")
+        assert page.evaluate("typeof window.__xss") == "undefined"
+        assert page.evaluate("document.images.length") == 0
+        assert page.evaluate("document.links.length") == 0
+        assert page.evaluate("document.scripts.length") == 1  # the page's own /static/workbench.js
+        assert XSS in page.evaluate("document.querySelector('table.state').textContent")
+        page.press("1")  # the next decision shows the same state: still nothing runs
+        assert page.evaluate("typeof window.__xss") == "undefined"
+        assert page.errors == []
+    documents = [s.body for s in page.seen if "/decisions/" in s.url and s.status == 200]
+    assert documents
+    for body in documents:
+        assert "<script>window" not in body
+        assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in body

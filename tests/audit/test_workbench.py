@@ -1,0 +1,139 @@
+"""The workbench over a real record store: sign-in, answers as audit outcomes, and failing closed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from audit.workbench.middlewares import SECURITY_HEADERS
+from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
+from shadow.records.layout import open_dataset
+from tests.audit import week
+from tests.audit.conftest import settings_for
+from tests.audit.forms import hidden, option_values
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from aiohttp.test_utils import TestClient
+
+
+async def sign_in(client: TestClient[Any, Any], auditor: str = "auditor-7",
+                  token: str = week.TOKEN) -> dict[str, str]:
+    """Sign in through the form; the hidden fields of the first decision's page."""
+    form = hidden(await (await client.get("/sign-in")).text())
+    answer = await client.post("/sign-in", data={"csrf": form["csrf"], "token": token, "auditor": auditor})
+    assert answer.status == 200, await answer.text()
+    return hidden(await answer.text())
+
+
+def audits(tmp: Path, root: Path, catalog: Path) -> list[dict[str, object]]:
+    """Every audit outcome in the records (after the workbench closed its store)."""
+    records = settings_for(tmp, root, catalog).records()
+    rows = open_dataset(records, "outcomes").to_table().to_pylist()
+    return [r for r in rows if r["source"] == SOURCE_AUDIT]
+
+
+async def test_an_answer_is_an_audit_outcome_and_the_next_decision_follows(
+        client: TestClient[Any, Any], tmp_path: Path, built: tuple[Path, Path, list[week.Decision]]) -> None:
+    """An answer is acknowledged with the next decision; the records hold it as an audit outcome."""
+    fields = await sign_in(client)
+    page = await (await client.get(f"/decisions/{fields['decision_id']}")).text()
+    assert option_values(page) == [o for o, _ in week.OPTIONS] + [NONE_OF_THESE]
+    assert "0 of 12" in page
+    answer = await client.post("/answers", data={**fields, "answer": "technical", "note": "looks technical"})
+    assert answer.status == 200
+    following = await answer.text()
+    assert hidden(following)["decision_id"] != fields["decision_id"]
+    assert "1 of 12" in following
+    await client.close()
+    rows = audits(tmp_path, *built[:2])
+    seen = [(r["decision_id"], r["outcome"], r["auditor"], r["audit_sample"], r["in_options"]) for r in rows]
+    assert seen == [(fields["decision_id"], "technical", "auditor-7", week.SAMPLE_ID, True)]
+    notes = (tmp_path / "audit-spool" / "notes" / f"week={week.WEEK}.jsonl").read_text()
+    assert "looks technical" in notes
+
+
+async def test_every_response_carries_the_security_headers(client: TestClient[Any, Any]) -> None:
+    """Pages, static files, redirects and errors carry the CSP without inline script and the framing rules."""
+    fields = await sign_in(client)
+    responses = [await client.get("/sign-in"), await client.get(f"/decisions/{fields['decision_id']}"),
+                 await client.get("/static/workbench.js"), await client.get("/decisions/nope"),
+                 await client.post("/answers", data={})]
+    for response in responses:
+        for name, value in SECURITY_HEADERS.items():
+            assert response.headers.get(name) == value, (response.url, name)
+    assert "'unsafe-inline'" not in SECURITY_HEADERS["Content-Security-Policy"]
+    assert "script-src 'self'" in SECURITY_HEADERS["Content-Security-Policy"]
+
+
+async def test_the_session_cookie_is_httponly_and_strict(client: TestClient[Any, Any]) -> None:
+    """The session cookie is HttpOnly and SameSite=Strict (Secure comes with TLS)."""
+    form = hidden(await (await client.get("/sign-in")).text())
+    answer = await client.post("/sign-in", data={"csrf": form["csrf"], "token": week.TOKEN, "auditor": "a1"},
+                               allow_redirects=False)
+    assert answer.status == 303
+    cookie = answer.headers["Set-Cookie"]
+    assert "audit_session=" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    assert "Secure" not in cookie  # plain HTTP on loopback; over TLS the same cookie is Secure
+
+
+async def test_a_wrong_or_missing_token_signs_nobody_in(client: TestClient[Any, Any]) -> None:
+    """No token, a wrong token, or another type's token: 401 naming ``token``; pages stay closed."""
+    for token in ("", "wrong", week.TOKEN + "x"):
+        form = hidden(await (await client.get("/sign-in")).text())
+        answer = await client.post("/sign-in", data={"csrf": form["csrf"], "token": token, "auditor": "a1"})
+        assert answer.status in {400, 401}
+        assert (await answer.json())["error"]["field"] == "token"
+    page = await client.get("/decisions/d0001", allow_redirects=False)
+    assert page.status == 303
+    assert page.headers["Location"] == "/sign-in"
+    write = await client.post("/answers", data={"csrf": "x", "sample_id": week.SAMPLE_ID, "answer": "billing",
+                                                "decision_type": week.TYPE, "decision_id": "d0001"})
+    assert write.status == 401
+
+
+async def test_a_write_without_its_csrf_token_is_refused(client: TestClient[Any, Any]) -> None:
+    """Answer, skip, undo and sign-out without (or with another) CSRF token, or from another origin: 403."""
+    fields = await sign_in(client)
+    for path in ("/answers", "/skip", "/undo", "/sign-out"):
+        for csrf in ("", "forged"):
+            answer = await client.post(path, data={**fields, "csrf": csrf, "answer": "billing"})
+            assert answer.status == 403, path
+            assert (await answer.json())["error"]["field"] == "csrf"
+    cross = await client.post("/answers", data={**fields, "answer": "billing"},
+                              headers={"Origin": "http://evil.example"})
+    assert cross.status == 403
+    forged = await client.post("/sign-in", data={"csrf": "forged", "token": week.TOKEN, "auditor": "x"})
+    assert forged.status == 403
+    progress = await (await client.get(f"/decisions/{fields['decision_id']}")).text()
+    assert "0 of 12" in progress  # nothing was written
+
+
+async def test_an_oversized_body_is_refused_before_it_is_read(client: TestClient[Any, Any]) -> None:
+    """A body past the cap is a 413 naming ``body``; nothing is written."""
+    fields = await sign_in(client)
+    answer = await client.post("/answers", data={**fields, "answer": "billing", "note": "x" * 40_000})
+    assert answer.status == 413
+    assert (await answer.json())["error"]["field"] == "body"
+
+
+async def test_every_field_is_validated_by_name(client: TestClient[Any, Any]) -> None:
+    """A bad answer, an unknown decision, a long note, a bad pseudonym: 4xx JSON naming the field."""
+    fields = await sign_in(client)
+    cases = {"answer": {**fields, "answer": "<script>"}, "decision_id": {**fields, "decision_id": "nope"},
+             "note": {**fields, "answer": "billing", "note": "n" * 2001},
+             "sample_id": {**fields, "sample_id": "other", "answer": "billing"}}
+    for field, data in cases.items():
+        answer = await client.post("/answers", data=data)
+        assert 400 <= answer.status < 500, field
+        assert (await answer.json())["error"]["field"] == field
+    json_body = await client.post("/answers", json={**fields, "answer": "billing"})
+    assert json_body.status == 400
+    assert (await json_body.json())["error"]["field"] == "Content-Type"
+    form = hidden(await (await client.get("/sign-in")).text())
+    email = await client.post("/sign-in", data={"csrf": form["csrf"], "token": week.TOKEN,
+                                                "auditor": "a@b.c"})
+    assert email.status == 400
+    assert (await email.json())["error"]["field"] == "auditor"
