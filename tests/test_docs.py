@@ -63,7 +63,7 @@ VARIABLE = re.compile(r"(?<![A-Za-z0-9_])((?:SHADOW|SCORER|PIPELINES)_[A-Z0-9_]*
 PATH = re.compile(rf"(?<![\w./:-])((?:{'|'.join(TOP_DIRS)})/[\w./*<>{{}}…-]*"
                   rf"|(?:{'|'.join(TOP_FILES)})(?![\w.-]))")
 DOTTED = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+)+$")
-FILE_SUFFIXES = ("duckdb", "py", "sql", "yaml", "json", "md", "html", "parquet")
+FILE_SUFFIXES = ("duckdb", "py", "sql", "yaml", "json", "jsonl", "md", "html", "parquet", "log", "txt", "gz")
 SIZE = re.compile(r"^(\d+(?:\.\d+)?) ?(KiB|MiB|GiB)$")
 SIZES = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
