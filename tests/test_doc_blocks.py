@@ -1,40 +1,33 @@
 """The docs' runnable command blocks run as printed, so a quick start that goes stale fails the suite.
 
 A block in ``docs/*.md`` fenced as ```` ```sh runnable ```` is run; any other block is only shown. Each
-file's runnable blocks run in order, line by line (backslash continuations joined), in a fresh folder
-holding only ``.venv`` and ``shadow/`` (as a checkout after ``make``), with ``.venv/bin`` first on
-``PATH``, as a reader with the environment activated would type them. A line runs like one typed into a
-shell that stays open: what it exports and where it ``cd``s carry to the next line.
+file's runnable blocks run in order, line by line (backslash continuations joined), in one open shell
+(`tests.doc_shell.Shell`: exports, ``cd``, background jobs, ``kill %1`` and ``wait`` carry over) in a
+fresh folder holding only ``.venv`` and the example catalogs (as a checkout after ``make``), with
+``.venv/bin`` first on ``PATH``, as a reader with the environment activated would type them.
 
-A line that starts a service (``serve``, ``sidecar run``) is started in the background and must answer
-its health URL; it keeps running for the file's later lines (a ``curl`` to it) and must exit 0 on
-SIGTERM at the end. Services listen on loopback ports the test picks and passes in their variables
-(``SCORER_PORT``, ``SHADOW_PORT``), so docs address them as
+A quick start that starts the scorer and the sidecar must end with a scored row: the output of its
+``records stats`` line reports at least one ``scored`` proposal. Background jobs it leaves running fail
+it (it must say how to stop what it started). Services listen on loopback ports the test picks and
+passes in their variables (``SCORER_PORT``, ``SHADOW_PORT``), so docs address them as
 ``localhost:${SHADOW_PORT:-8470}``: the default for a reader, a free port here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.shadow.conftest import free_port
-from tests.test_readme import SERVICE_START_S, SERVICES
+from shadow.sampling import is_sampled
+from tests.doc_shell import Shell, checkout, scored_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNABLE = re.compile(r"^```sh runnable[ \t]*\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
-LINE_TIMEOUT_S = 300
-PORT_VARS = ("SCORER_PORT", "SHADOW_PORT")
+QUICK_STARTS = ("README.md", "docs/sidecar.md", "docs/quickstart.md")
+EXAMPLE_ID = re.compile(r'"decision_type": "ticket_routing", "decision_id": "([^"]+)"')
 
 
 def runnable_lines(text: str) -> list[str]:
@@ -53,60 +46,6 @@ def docs_with_runnable_blocks() -> list[Path]:
     return sorted(p for p in (ROOT / "docs").glob("*.md") if runnable_lines(p.read_text(encoding="utf-8")))
 
 
-class Shell:
-    """Runs lines one at a time like an open shell: exports and ``cd`` carry over; services stay up."""
-
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self.cwd = folder
-        self.env = env
-        self.state = folder.parent / f"{folder.name}.shell-state"
-        self.services: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def run(self, line: str) -> None:
-        """Run ``line``; a service is started and waited for, anything else must exit 0."""
-        service = next((v for k, v in SERVICES.items() if k in line.split("#", maxsplit=1)[0]), None)
-        if service is not None:
-            self._start(line, *service)
-            return
-        script = f'{line}\nstatus=$?\n{{ pwd; env -0; }} > "{self.state}"\nexit $status'
-        done = subprocess.run(["bash", "-c", script], cwd=self.cwd,  # noqa: S603, S607  (the docs' lines)
-                              env=self.env, capture_output=True, timeout=LINE_TIMEOUT_S, check=False)
-        assert done.returncode == 0, f"{line!r}: exit {done.returncode}: {done.stderr.decode()[-2000:]}"
-        cwd, _, env = self.state.read_bytes().partition(b"\n")
-        self.cwd = Path(cwd.decode())
-        pairs = (item.partition(b"=") for item in env.split(b"\0") if item)
-        shell_own = (b"_", b"SHLVL", b"PWD", b"OLDPWD")
-        self.env = {k.decode(): v.decode() for k, _, v in pairs if k not in shell_own}
-
-    def _start(self, line: str, port_var: str, path: str) -> None:
-        proc = subprocess.Popen(["bash", "-c", line], cwd=self.cwd,  # noqa: S603, S607  (the docs' lines)
-                                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        self.services.append((line, proc))
-        deadline = time.monotonic() + SERVICE_START_S
-        url = f"http://127.0.0.1:{self.env[port_var]}{path}"
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"{line!r} exited at start-up: {proc.communicate()[1].decode()[-2000:]}")
-            with contextlib.suppress(urllib.error.URLError, ConnectionError), \
-                    urllib.request.urlopen(url, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-            time.sleep(0.1)
-        raise AssertionError(f"{line!r} never answered {path}")
-
-    def stop(self) -> None:
-        """SIGTERM every service, last started first; each must exit 0."""
-        failures = []
-        for line, proc in reversed(self.services):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            _, err = proc.communicate(timeout=60)
-            if proc.returncode != 0:
-                failures.append(f"{line!r}: exit {proc.returncode}: {err.decode()[-2000:]}")
-        assert not failures, failures
-
-
 def test_runnable_blocks_are_found() -> None:
     """The marker is read: a runnable block's lines (continuations joined), not a plain block's."""
     text = ("```sh\nnot run\n```\n```sh runnable\n# a comment\nfirst \\\n  --flag\n\nsecond\n```\n"
@@ -115,19 +54,31 @@ def test_runnable_blocks_are_found() -> None:
     assert docs_with_runnable_blocks(), "no doc marks a runnable block"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", docs_with_runnable_blocks(), ids=lambda p: p.name)
 def test_doc_blocks_run_as_printed(doc: Path, tmp_path: Path) -> None:
-    """Every line of the doc's runnable blocks exits 0 (services answer, then stop cleanly), in order."""
+    """Every line of the doc's runnable blocks exits 0, in order; `records stats` shows a scored row."""
     folder = tmp_path / "checkout"
-    folder.mkdir()
-    (folder / ".venv").symlink_to(Path(sys.executable).parents[1])
-    (folder / "shadow").symlink_to(ROOT / "shadow")
-    venv_bin = str(folder / ".venv" / "bin")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}"}
-    env.update({var: str(free_port()) for var in PORT_VARS})
-    shell = Shell(folder, env)
+    shell = Shell(folder, checkout(folder))
     try:
         for line in runnable_lines(doc.read_text(encoding="utf-8")):
-            shell.run(line)
+            output = shell.run(line)
+            if "records stats" in line:
+                assert scored_rows(output) >= 1, output
     finally:
         shell.stop()
+
+
+def test_example_decision_ids_are_in_the_example_catalogs_samples() -> None:
+    """Every ``ticket_routing`` decision id the quick starts show is sampled by both example catalogs.
+
+    A reader who sends it gets ``"queued": 1`` from either (shadow/examples/catalog.yaml samples 25%).
+    """
+    texts = [(ROOT / name).read_text(encoding="utf-8") for name in QUICK_STARTS]
+    ids = {found for text in texts for found in EXAMPLE_ID.findall(text)}
+    assert ids, "no example decision id found"
+    for catalog in ("catalog.yaml", "quickstart.yaml"):
+        sampling = yaml.safe_load((ROOT / "shadow" / "examples" / catalog).read_text())[
+            "decision_types"]["ticket_routing"].get("sampling", {})
+        rate, salt = sampling.get("rate", 1.0), sampling.get("salt", "")
+        assert all(is_sampled(i, rate, salt) for i in ids), (catalog, sorted(ids))
