@@ -53,6 +53,12 @@ def pipelines() -> None:
 @click.option("--challenger", is_flag=True, help="A second candidate, `challenger`, on the same decisions.")
 @click.option("--identity-change-week", type=int, default=-1, show_default=True,
               help="0-based week whose Thursday the default candidate's KV type changes; -1 for none.")
+@click.option("--production-error-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Share of decisions production gets wrong: its outcome is then not the truth.")
+@click.option("--audit", "audited", is_flag=True,
+              help="Also draw each week's audit sample and answer it with the truth (a simulated auditor).")
+@click.option("--auditor-error-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="With --audit: share of the auditor's answers that are wrong.")
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
 def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per option)
     root: str,
@@ -63,6 +69,9 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     seed: int,
     challenger: bool,
     identity_change_week: int,
+    production_error_rate: float,
+    audited: bool,
+    auditor_error_rate: float,
     s3_endpoint: str | None,
 ) -> None:
     """Write realistic records proposals and outcomes with known properties (Hive-partitioned).
@@ -71,6 +80,8 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     Example:
       semif-shadow pipelines generate --root records --decisions 1000000 --weeks 5
       semif-shadow pipelines generate --root ab --decisions 100000 --challenger --identity-change-week 2
+      semif-shadow pipelines generate --root audited --decisions 100000 --challenger \\
+          --production-error-rate 0.1 --audit
     """
     from pipelines import synth  # noqa: PLC0415  (keep --help fast)
     from pipelines.errors import PipelinesError  # noqa: PLC0415
@@ -89,15 +100,22 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
             knobs=synth.Knobs(
                 challenger=synth.CHALLENGER if challenger else None,
                 identity_change=change,
+                production_error_rate=production_error_rate,
             ),
         )
         started = time.perf_counter()
-        counts = generate(open_root(root, s3_endpoint), plan)
+        if audited:
+            from pipelines.auditor import generate_audited  # noqa: PLC0415
+
+            counts = generate_audited(open_root(root, s3_endpoint), plan, synth.Auditor(auditor_error_rate))
+        else:
+            counts = generate(open_root(root, s3_endpoint), plan)
     except PipelinesError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
         f"wrote {counts['proposals']:,} proposals and {counts['outcomes']:,} outcomes "
         f"in {counts['files']:,} files under {root} ({time.perf_counter() - started:.1f} s)"
+        + (f"; {counts['audits']:,} audits of the weekly samples" if audited else "")
     )
 
 

@@ -1,4 +1,4 @@
-"""Write realistic records (v1.1) with known properties (see ``synth.py``).
+"""Write realistic records (v1.2) with known properties (see ``synth.py``); ``auditor.py`` audits them.
 
 Hive-partitioned and compressed like the sidecar's files (``contracts.records.COMPRESSION``).
 
@@ -66,7 +66,10 @@ class Draws:
     p: np.ndarray
     model_idx: np.ndarray
     truth: np.ndarray
+    """Production's outcome (an option index): the truth unless production erred."""
     intended: np.ndarray
+    right: np.ndarray
+    """The truth (an option index): what an auditor answers."""
 
 
 MAX_CHUNK = 1_000_000
@@ -101,8 +104,11 @@ def chunks(plan: Plan) -> Iterator[Chunk]:
                 next_id += size
 
 
-def generate(root: Root, plan: Plan) -> dict[str, int]:
-    """Write every chunk's proposals and outcomes under ``root``; return row counts."""
+def generate(root: Root, plan: Plan, truths: list[np.ndarray] | None = None) -> dict[str, int]:
+    """Write every chunk's proposals and outcomes under ``root``; return row counts.
+
+    ``truths`` receives each chunk's true option indices in decision-id order (for ``auditor.py``).
+    """
     counts = {"proposals": 0, "outcomes": 0, "files": 0}
     for chunk in chunks(plan):
         part = [chunk.part] if chunk.part else []  # a first part draws what the whole week did before parts
@@ -119,6 +125,8 @@ def generate(root: Root, plan: Plan) -> dict[str, int]:
         counts["files"] += write_partitioned(root, "outcomes", outcomes, "outcome_at", chunk)
         counts["proposals"] += proposals.num_rows
         counts["outcomes"] += outcomes.num_rows
+        if truths is not None:
+            truths.append(draws.right.astype(np.int16))
     return counts
 
 
@@ -143,7 +151,11 @@ def draw_chunk(
     temperature = knobs.drift_temperature if drifted else knobs.temperature
     truth = synth.draw_outcomes(rng, p, temperature)
     truth = np.where(scored, truth, intended)  # production decides every decision, scored or not
-    draws = Draws(ids, received, status_idx, scored, p, model_idx, truth, intended)
+    right = truth
+    if knobs.production_error_rate > 0:  # no draw otherwise: records without errors stay as they were
+        wrong = rng.random(n) < knobs.production_error_rate
+        truth = np.where(wrong, (right + rng.integers(1, len(spec.options), n)) % len(spec.options), right)
+    draws = Draws(ids, received, status_idx, scored, p, model_idx, truth, intended, right)
     return proposals_table(rng, chunk, knobs, draws), outcomes_table(rng, chunk, knobs, draws), draws
 
 
@@ -156,7 +168,7 @@ def challenger_proposals(
     status_idx, scored = draw_statuses_for(rng, chunk.n, knobs)
     p = synth.probabilities(rng, draws.intended, len(chunk.spec.options), np.full(chunk.n, spec.signal))
     mine = Draws(draws.ids, draws.received, status_idx, scored, p, np.zeros(chunk.n, np.int64), draws.truth,
-                 draws.intended)
+                 draws.intended, draws.right)
     alone = replace(knobs, models=(spec,), identity_change=None)
     return proposals_table(rng, chunk, alone, mine, CHALLENGER)
 

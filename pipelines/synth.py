@@ -100,6 +100,21 @@ CHALLENGER = ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q8_0", 4.5, 1.0)
 
 
 @dataclass(frozen=True)
+class Auditor:
+    """A simulated auditor: answers each decision of every week's audit sample with the truth.
+
+    ``error_rate`` of its answers are another option instead (uniformly). The sample is drawn as
+    ``semif-shadow audit sample`` draws it, with these settings.
+    """
+
+    error_rate: float = 0.0
+    disagreements: int = 200
+    agreement_rate: float = 0.02
+    overlap: float = 0.1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Knobs:
     """The known properties of the generated data."""
 
@@ -117,6 +132,9 @@ class Knobs:
     """Candidate ``challenger``: every decision offered to the default candidate is offered to it too."""
     identity_change: IdentityChange | None = None
     """The default candidate's identity change, if any."""
+    production_error_rate: float = 0.0
+    """The share of decisions production gets wrong: its outcome is then another option than the truth
+    (uniformly), so agreement with production differs from correctness (what an audit finds)."""
 
 
 def week_mix(spec: DecisionSpec, drifted: bool, shift: float) -> np.ndarray:

@@ -1,0 +1,93 @@
+"""A simulated auditor for generated records: draw each week's audit sample and answer it.
+
+The sample is drawn from the written records exactly as ``semif-shadow audit sample`` draws it
+(``audit/sample.py``); each sampled decision is answered by ``auditor-1`` with the truth the generator
+kept (``Draws.right``), and a ``double_audit`` one also by ``auditor-2``; each answer is another option
+with probability ``Auditor.error_rate``. Answers are records v1.2 audits (outcomes rows with ``source``
+audit), written two days after the week ends.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from audit.sample import Design, draw, population
+from audit.sample import write as write_sample
+from contracts.records import OUTCOMES, RECORD_VERSION, SOURCE_AUDIT, TS
+from pipelines.generate import DAY_US, WRITER, Plan, generate, write_whole
+
+if TYPE_CHECKING:
+    from pipelines.storage import Root
+    from pipelines.synth import Auditor
+
+AUDITORS = ("auditor-1", "auditor-2")
+
+
+def generate_audited(root: Root, plan: Plan, auditor: Auditor) -> dict[str, int]:
+    """``generate`` the records, then sample and answer each week (``audits``: the rows written)."""
+    truths: list[np.ndarray] = []
+    counts = generate(root, plan, truths)
+    counts["audits"] = audit(root, plan, auditor, np.concatenate(truths) if truths else np.zeros(0, np.int16))
+    return counts
+
+
+def audit(root: Root, plan: Plan, auditor: Auditor, truth: np.ndarray) -> int:
+    """Sample and answer every week and type of ``plan``; ``truth[i]`` is decision ``d-<i>``'s option index.
+
+    Returns the number of audit rows written.
+    """
+    design = Design(auditor.disagreements, auditor.agreement_rate, auditor.seed, auditor.overlap)
+    rows = 0
+    for week in range(plan.weeks):
+        monday = plan.first_monday + dt.timedelta(weeks=week)
+        label = f"{monday.isocalendar().year}-W{monday.isocalendar().week:02d}"
+        for spec in plan.knobs.types:
+            sample = draw(population(root, label, spec.name), label, spec.name, design)
+            if write_sample(root, sample, label, spec.name) is None:
+                continue  # answered when it was drawn
+            rng = np.random.default_rng([plan.seed, auditor.seed, week, plan.knobs.types.index(spec)])
+            answers = answer(rng, sample, truth, list(spec.options), auditor)
+            at = dt.datetime.combine(monday + dt.timedelta(days=9), dt.time(), dt.UTC)
+            folder = root.join("outcomes", f"decision_type={spec.name}", f"date={at.date().isoformat()}")
+            table = audit_rows(answers, spec.name, list(spec.options), int(at.timestamp()) * 1_000_000)
+            write_whole(root, folder, f"{WRITER}-audit-{week:04d}.parquet", table)
+            rows += table.num_rows
+    return rows
+
+
+def answer(rng: np.random.Generator, sample: pa.Table, truth: np.ndarray, options: list[str],
+           auditor: Auditor) -> list[tuple[str, str, str, str]]:
+    """``(sample_id, decision_id, auditor, answer)`` for every answer to the sample."""
+    ids = sample.column("decision_id").to_pylist()
+    index = np.array([int(i.removeprefix("d-")) for i in ids], dtype=np.int64)
+    out = []
+    for n, name in enumerate(AUDITORS):
+        mine = np.ones(len(ids), dtype=bool) if n == 0 else np.asarray(sample.column("double_audit"))
+        value = truth[index].astype(np.int64)
+        wrong = rng.random(len(ids)) < auditor.error_rate
+        value = np.where(wrong, (value + rng.integers(1, len(options), len(ids))) % len(options), value)
+        out += [(sid, did, name, options[v]) for sid, did, v, keep
+                in zip(sample.column("sample_id").to_pylist(), ids, value, mine, strict=True) if keep]
+    return out
+
+
+def audit_rows(answers: list[tuple[str, str, str, str]], decision_type: str, options: list[str],
+               at_us: int) -> pa.Table:
+    """The answers as outcomes rows (records v1.2, ``source`` audit), spread over one day from ``at_us``."""
+    m = len(answers)
+    return pa.Table.from_pydict({
+        "record_version": pa.array(np.full(m, RECORD_VERSION, np.int16)),
+        "decision_id": pa.array([a[1] for a in answers], pa.string()),
+        "decision_type": pa.array([decision_type] * m, pa.string()),
+        "outcome": pa.array([a[3] for a in answers], pa.string()),
+        "outcome_at": pa.array(at_us + np.arange(m, dtype=np.int64) * (DAY_US // max(m, 1))).cast(TS),
+        "source": pa.array([SOURCE_AUDIT] * m, pa.string()),
+        "writer_id": pa.array([WRITER] * m, pa.string()),
+        "in_options": pa.array([a[3] in options for a in answers]),
+        "auditor": pa.array([a[2] for a in answers], pa.string()),
+        "audit_sample": pa.array([a[0] for a in answers], pa.string()),
+    }, schema=OUTCOMES)
