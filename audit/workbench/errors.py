@@ -8,7 +8,8 @@ The tree::
     +-- Forbidden           403 forbidden: a write without its CSRF token, or from another origin
     +-- NotInSample         404 not_found: a decision that is not in this week's audit sample
     +-- StoreUnavailable    503 store_unavailable: the answer could not be made durable (not acknowledged)
-    +-- SetupError          not HTTP: the sample, catalog or tokens do not allow serving (one CLI line)
+
+    SetupError              not HTTP: the sample, catalog or tokens do not allow serving (one CLI line)
 """
 
 from __future__ import annotations

@@ -95,8 +95,9 @@ def _state_html(stored: str | None, dtype: DecisionType) -> str:
 
 
 def _progress_html(progress: Progress, session: Session) -> str:
-    return (f'<header><p><strong id="progress">{progress.complete} of {progress.total}</strong> answered '
-            f"&middot; {progress.yours} by you &middot; signed in as <code>{_e(session.auditor)}</code></p>"
+    return (f'<header><p><strong id="progress">{progress.given} of {progress.needed}</strong> answers in '
+            f"({progress.decisions} decisions, {progress.doubles} for two auditors) &middot; "
+            f"{progress.yours} yours &middot; signed in as <code>{_e(session.auditor)}</code></p>"
             f'<form method="post" action="/sign-out">{_hidden("csrf", session.csrf)}'
             '<button type="submit">Sign out</button></form></header>\n')
 

@@ -31,11 +31,17 @@ def _blind_order(row: SampleRow) -> str:
 
 @dataclass(frozen=True)
 class Progress:
-    """``complete`` of ``total`` sampled decisions have every answer they need; ``yours`` by this auditor."""
+    """How far a sample is: ``given`` of the ``needed`` answers are in.
 
-    complete: int
-    total: int
+    A decision needs one answer, a double audit two (a third counts once); ``yours`` are this auditor's;
+    ``decisions`` and ``doubles`` count the sample's rows.
+    """
+
+    given: int
+    needed: int
     yours: int
+    decisions: int
+    doubles: int
 
 
 class Worklist:
@@ -118,6 +124,7 @@ class Worklist:
     def progress(self, auditor: str, types: Collection[str]) -> Progress:
         """How far the sample (of ``types``) is answered, and how many answers are ``auditor``'s."""
         rows = [r for r in self.rows if r.decision_type in types]
-        complete = sum(len(self._answers.get(r.key, {})) >= (2 if r.double_audit else 1) for r in rows)
+        needed = [2 if r.double_audit else 1 for r in rows]
+        given = sum(min(len(self._answers.get(r.key, {})), n) for r, n in zip(rows, needed, strict=True))
         yours = sum(auditor in self._answers.get(r.key, {}) for r in rows)
-        return Progress(complete, len(rows), yours)
+        return Progress(given, sum(needed), yours, len(rows), sum(r.double_audit for r in rows))

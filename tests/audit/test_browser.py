@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 
+from contracts.audit_samples import sample_path
 from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
 from shadow.records.layout import open_dataset
 from shadow.records.settings import RecordSettings
-from tests.audit import week
-from tests.audit.chromium import tab
+from tests.audit import serving, week
+from tests.audit.chromium import Tab, tab
 from tests.audit.serving import running
 from tests.dashboards.browser import chromium
 
@@ -18,7 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed")
-OPTION_IDS = [o for o, _ in week.OPTIONS]
+OPTION_IDS = [o for o, _ in week.GENERATED_OPTIONS]
 KEYS = ["1", "3", "2", "4", "2", "2", "1", "3", "n", "4", "1", "2", "3", "1", "4", "2", "3", "1", "2", "4"]
 """The key pressed on each of the 20 decisions (``n``: none of these)."""
 UNDO_AT, REDO_KEY, RELOAD_AT = 5, "3", 11
@@ -31,39 +37,84 @@ def audit_rows(root: Path, spool: Path) -> list[dict[str, object]]:
     return sorted((r for r in rows if r["source"] == SOURCE_AUDIT), key=lambda r: r["outcome_at"])
 
 
+def cli(*args: str) -> None:
+    """Run ``semif-shadow`` (one of the steps docs/audit.md gives)."""
+    subprocess.run([serving.CLI, *args], check=True, capture_output=True, timeout=300)  # noqa: S603
+
+
+def generated_week(tmp: Path) -> tuple[Path, Path, pa.Table]:
+    """``(records root, catalog, sample)``: a generated week and its audit sample (as docs/audit.md)."""
+    root = tmp / "records"
+    cli("pipelines", "generate", "--root", str(root), "--decisions", "3000", "--weeks", "1",
+        "--first-week", week.WEEK, "--drift-week", "-1", "--seed", "36")
+    cli("audit", "sample", "--root", str(root), "--week", week.WEEK, "--type", week.GENERATED_TYPE,
+        "--disagreements", "30", "--agreement-rate", "0.02")
+    sample = pq.read_table(root / sample_path(week.WEEK, week.GENERATED_TYPE))
+    return root, week.generated_catalog(tmp / "catalog.yaml"), sample
+
+
+def production_outcomes(root: Path, ids: set[str]) -> dict[str, str]:
+    """Production's outcome of each decision (what the mart compares the audits with)."""
+    rows = pads.dataset(root / "outcomes", format="parquet", partitioning="hive").to_table().to_pylist()
+    return {r["decision_id"]: r["outcome"] for r in rows
+            if r["decision_id"] in ids and r["source"] != SOURCE_AUDIT}
+
+
+def stratified_estimate(answers: dict[str, str], outcomes: dict[str, str], sample: pa.Table) -> float:
+    """Production's audited correctness by the stratified mean (numpy, from the sample's stratum sizes)."""
+    rows = [r for r in sample.to_pylist() if r["decision_id"] in answers]
+    total, weighted = 0.0, 0.0
+    for stratum in {r["stratum"] for r in sample.to_pylist()}:
+        of = [r for r in rows if r["stratum"] == stratum]
+        right = np.array([outcomes[r["decision_id"]] == answers[r["decision_id"]] for r in of], dtype=float)
+        size = float(next(r["stratum_decisions"] for r in sample.to_pylist() if r["stratum"] == stratum))
+        total += size
+        weighted += size * right.mean()
+    return weighted / total
+
+
 def answer_of(key: str) -> str:
     """The answer a key gives."""
     return NONE_OF_THESE if key == "n" else OPTION_IDS[int(key) - 1]
 
 
-async def test_twenty_answers_by_keyboard_are_in_the_records(tmp_path: Path) -> None:
+def answer_by_keyboard(page: Tab, base: str, total: int) -> dict[str, str]:
+    """Answer 20 decisions by key, with an undo, a "none of these" and a reload; the answers that stand."""
+    expected: dict[str, str] = {}
+    page.sign_in(base, week.TOKEN, "auditor-kb")
+    for i, key in enumerate(KEYS):
+        shown = page.text("decision-id")
+        assert shown is not None, page.evaluate("document.body.innerText")
+        assert shown not in expected
+        assert page.text("progress") == f"{i} of {total}"
+        if i == RELOAD_AT:  # the auditor reloads, then comes back to the start page: same decision
+            page.reload()
+            assert page.text("decision-id") == shown
+            page.goto(f"{base}/")
+            assert page.text("decision-id") == shown
+        page.press(key)
+        if i == UNDO_AT:  # back to the answer just given, and a different one instead
+            page.press("u")
+            assert page.text("decision-id") == shown
+            page.press(REDO_KEY)
+            key = REDO_KEY  # noqa: PLW2901  (the answer that stands)
+        expected[shown] = answer_of(key)
+    assert page.text("progress") == f"20 of {total}"
+    return expected
+
+
+async def test_twenty_answers_by_keyboard_are_in_the_records_and_the_correctness_mart(tmp_path: Path) -> None:
     """Sign in and answer 20 decisions by key, with an undo, a "none of these" and a reload that resumes.
 
-    The records then hold exactly those answers (the undone one twice, the later answer latest).
+    The records then hold exactly those answers (the undone one twice, the later answer latest), and
+    after ``pipelines run`` the ``correctness`` mart counts 20 audited decisions and its production
+    estimate equals the stratified mean computed here from those answers.
     """
-    root, catalog, _ = await week.build(tmp_path, 30)
+    root, catalog, sample = generated_week(tmp_path)
     spool = tmp_path / "audit-spool"
-    expected: dict[str, str] = {}
     with running(root, catalog, spool) as base, tab() as page:
-        page.sign_in(base, week.TOKEN, "auditor-kb")
-        for i, key in enumerate(KEYS):
-            shown = page.text("decision-id")
-            assert shown is not None, page.evaluate("document.body.innerText")
-            assert shown not in expected
-            assert page.text("progress") == f"{i} of 30"
-            if i == RELOAD_AT:  # the auditor reloads, then comes back to the start page: same decision
-                page.reload()
-                assert page.text("decision-id") == shown
-                page.goto(f"{base}/")
-                assert page.text("decision-id") == shown
-            page.press(key)
-            if i == UNDO_AT:  # back to the answer just given, and a different one instead
-                page.press("u")
-                assert page.text("decision-id") == shown
-                page.press(REDO_KEY)
-                key = REDO_KEY  # noqa: PLW2901  (the answer that stands)
-            expected[shown] = answer_of(key)
-        assert page.text("progress") == "20 of 30"
+        needed = sample.num_rows + sum(sample.column("double_audit").to_pylist())
+        expected = answer_by_keyboard(page, base, needed)
         assert page.errors == []
     rows = audit_rows(root, spool)
     assert len(rows) == 21  # 20 decisions, one of them answered twice
@@ -72,8 +123,18 @@ async def test_twenty_answers_by_keyboard_are_in_the_records(tmp_path: Path) -> 
     undone = [r["outcome"] for r in rows if r["decision_id"] == list(expected)[UNDO_AT]]
     assert undone == [answer_of(KEYS[UNDO_AT]), answer_of(REDO_KEY)]
     assert {r["auditor"] for r in rows} == {"auditor-kb"}
-    assert {r["audit_sample"] for r in rows} == {week.SAMPLE_ID}
+    assert {r["audit_sample"] for r in rows} == set(sample.column("sample_id").to_pylist())
     assert NONE_OF_THESE in latest.values()
+
+    out = tmp_path / "marts"
+    cli("pipelines", "run", "--root", str(root), "--week", week.WEEK, "--out", str(out),
+        "--as-of", "2027-01-31T00:00:00Z")
+    mart = pq.read_table(out / "correctness" / f"week={week.WEEK}" / "part-0.parquet").to_pylist()
+    production = next(r for r in mart if r["model_key"] == "production")
+    assert production["audited"] == 20
+    assert all(r["audited"] <= 20 for r in mart)
+    reference = stratified_estimate(expected, production_outcomes(root, set(expected)), sample)
+    assert production["correctness"] == pytest.approx(reference, abs=1e-12)
 
 
 XSS = ('<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'

@@ -119,3 +119,20 @@ async def build(tmp: Path, n: int, **kwargs: Any) -> tuple[Path, Path, list[Deci
     await write_records(root, tmp / "sidecar-spool", items)
     write_sample(root, [d.decision_id for d in items])
     return root, catalog(tmp / "catalog.yaml"), items
+
+
+GENERATED_TYPE = "ticket_routing"
+GENERATED_OPTIONS = [("billing", "Billing"), ("technical", "Technical support"), ("account", "Account"),
+                     ("sales", "Sales"), ("refund", "Refunds")]
+"""``pipelines generate``'s ticket routing options, in its order."""
+
+
+def generated_catalog(path: Path) -> Path:
+    """A catalog for ``pipelines generate``'s ticket routing type (state not stored: it generates none)."""
+    dtype = {"question": "Which team should handle this support ticket?",
+             "options": [{"id": i, "text": t} for i, t in GENERATED_OPTIONS],
+             "scorer": {"backend": "semif_http", "endpoint": "http://127.0.0.1:9"},
+             "experiment_ends_at": "2099-01-01T00:00:00Z", "auth_token_env": TOKEN_ENV}
+    catalog_yaml = yaml.safe_dump({"version": 1, "decision_types": {GENERATED_TYPE: dtype}})
+    path.write_text(catalog_yaml, encoding="utf-8")
+    return path
