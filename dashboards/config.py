@@ -54,6 +54,19 @@ class ReviewConfig(BaseModel):
     block_on_psi_band: str = Field(
         "significant", pattern="^(moderate|significant)$", description="PSI band from which go is prevented"
     )
+    champion: str | None = Field(
+        None,
+        description="the candidate the scorecard compares every other with (a catalog name); "
+        "default: the one that scored most decisions",
+    )
+    audit_url: str = Field(
+        "http://127.0.0.1:8490",
+        pattern="^https?://",
+        description="the audit workbench the gallery links each decision to ({audit_url}/decisions/{id})",
+    )
+    gallery_max: int = Field(
+        12, ge=0, le=200, description="decisions the gallery shows per decision type and candidate"
+    )
 
 
 DEFAULTS = ReviewConfig()

@@ -9,6 +9,7 @@ policy chosen on the review week itself is in-sample and is not used for go.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,10 @@ class Replayed:
     policy: Policy
     week: str
     result: dict[str, Any]
+    path: str = ""
+    """The policy file's name, as given (the report's provenance)."""
+    sha256: str = ""
+    """The policy file's sha256."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -50,6 +55,10 @@ class Replayed:
         return float(self.result.get("coverage") or 0.0)
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def replay_policies(
     paths: Sequence[Path],
     records: str,
@@ -63,7 +72,10 @@ def replay_policies(
         policies = [load_policy(path) for path in paths]
         con = week_connection(settings_for(s3_endpoint), records, week, as_of)
         try:
-            replayed = [Replayed(policy, week, replay(con, policy, week)) for policy in policies]
+            replayed = [
+                Replayed(policy, week, replay(con, policy, week), path.name, _sha256(path))
+                for policy, path in zip(policies, paths, strict=True)
+            ]
         finally:
             con.close()
     except PipelinesError as exc:

@@ -1,20 +1,24 @@
 """The weekly review as one self-contained HTML file (inline SVG, styles and script) and a Markdown summary.
 
-Phases: ``review`` gathers evidence and verdicts per decision type and candidate, then the charts;
+Phases: ``review`` gathers evidence and verdicts per decision type and candidate, then the first screen
+(trust strip, decision banner, scorecard, verdict trend: ``dashboards.screen``) and the charts;
 ``to_html`` and ``to_markdown`` only format what it returns. Nothing here reads the marts' columns
-except through ``dashboards.marts`` and ``dashboards.evidence``.
+except through ``dashboards.marts``, ``dashboards.evidence`` and the first screen's modules.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards import charts
+from dashboards import banner, charts, screen, trust
 from dashboards.config import rules_applied
 from dashboards.evidence import calibration_of, gather
-from dashboards.marts import identity_of
+from dashboards.marts import CANDIDATE, Marts, identity_of
+from dashboards.names import base_name, described, readable
+from dashboards.scorecard import adjust, representative, scorecards
 from dashboards.verdict import decide
 
 if TYPE_CHECKING:
@@ -23,10 +27,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Calibration
-    from dashboards.marts import Marts
+    from dashboards.evidence import Calibration, Evidence
     from dashboards.policies import Replayed
     from dashboards.rendering import Chart
+    from dashboards.scorecard import Scorecard
     from dashboards.verdict import Verdict
 
 STYLE = """
@@ -59,6 +63,10 @@ class Section:
     """Identity changes in the week, one row per changed field."""
     calibration: dict[str, Calibration]
     """Each candidate's calibration in the week (the ECE, and the one-hot rows it leaves out)."""
+    lines: list[banner.Line] = field(default_factory=list)
+    """The decision banner's line of each candidate."""
+    scorecards: list[Scorecard] = field(default_factory=list)
+    """Champion against each challenger (p-values Holm-adjusted over the whole review)."""
 
     def changed(self, candidate: str) -> list[str]:
         """Lines saying how ``candidate``'s identity changed this week (it is the old or the new one)."""
@@ -83,24 +91,36 @@ class Review:
     source: str
     config: ReviewConfig
     sections: list[Section]
+    facts: list[trust.Fact] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    family: int = 0
+    """How many p-values the Holm adjustment ran over."""
+    trend: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Readable candidate name -> week -> verdict."""
+    weeks: list[str] = field(default_factory=list)
 
 
 def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()) -> Review:
-    """Gather the verdicts and render the charts of every decision type in the review week.
+    """Gather the verdicts, the first screen and the charts of every decision type in the review week.
 
     ``policies``: policies replayed on the week (``dashboards.policies``); each serves the go rule of its
     decision type and candidate identity.
     """
     replayed = {p.key: p for p in policies}
-    sections = []
+    sections: list[Section] = []
+    cards: list[Scorecard] = []
+    verdict_index: dict[tuple[str, str], Verdict] = {}
+    keys: list[str] = []
     for decision_type in marts.decision_types():
         candidates = marts.candidates(decision_type)
-        verdicts = {
-            c: decide(
-                gather(marts, decision_type, c, config.min_coverage, replayed.get((decision_type, c))), config
-            )
+        evidence = {
+            c: gather(marts, decision_type, c, config.min_coverage, replayed.get((decision_type, c)))
             for c in candidates
         }
+        verdicts = {c: decide(evidence[c], config) for c in candidates}
+        verdict_index |= {(decision_type, c): v for c, v in verdicts.items()}
+        keys += candidates
+        cards += scorecards(marts, decision_type, evidence, config.champion)
         sections.append(
             Section(
                 decision_type,
@@ -109,9 +129,69 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
                 marts.identities(decision_type),
                 marts.identity_changes(decision_type),
                 {c: calibration_of(marts, decision_type, c) for c in candidates},
+                _lines(marts, decision_type, verdicts, evidence, config),
             )
         )
-    return Review(marts.week, marts.source, config, sections)
+    adjusted, family = adjust(cards, verdict_index)
+    sections = [
+        dataclasses.replace(s, scorecards=[c for c in adjusted if c.decision_type == s.decision_type])
+        for s in sections
+    ]
+    facts, caveats = trust.strip(marts, policies, list(verdict_index.values()), keys)
+    weeks = sorted(set(marts["funnel"]["week"]))
+    return Review(
+        marts.week, marts.source, config, sections, facts, caveats, family, trend(marts, config, weeks), weeks
+    )
+
+
+def _lines(
+    marts: Marts,
+    decision_type: str,
+    verdicts: dict[str, Verdict],
+    evidence: dict[str, Evidence],
+    config: ReviewConfig,
+) -> list[banner.Line]:
+    """The banner's lines of a decision type: one per candidate name, the champion's first.
+
+    Each name's line is its identity that scored most; its other identities are listed on it with their
+    own verdicts.
+    """
+    names = readable(verdicts)
+    frame = marts.of_week("agreement")
+    frame = frame[frame["decision_type"] == decision_type]
+    agreement = dict(zip(frame[CANDIDATE], frame["accuracy"], strict=True))
+    lines = []
+    for name, key in sorted(
+        representative(list(verdicts), evidence).items(), key=lambda i: (i[0] != config.champion, i[0])
+    ):
+        line = banner.line(
+            key, names[key], verdicts[key], evidence[key], config, marts.week, agreement.get(key)
+        )
+        others = tuple(
+            (names[k], str(v.decision))
+            for k, v in sorted(verdicts.items())
+            if k != key and base_name(k) == name
+        )
+        lines.append(dataclasses.replace(line, others=others))
+    return lines
+
+
+def trend(marts: Marts, config: ReviewConfig, weeks: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Each candidate's verdict in every week of the marts, each week judged on the marts up to it.
+
+    The review week's policies are not replayed on earlier weeks: those verdicts are in-sample ones.
+    """
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for week in weeks:
+        frames = {k: f[f["week"] <= week] if "week" in f else f for k, f in marts.frames.items()}
+        past = Marts(frames, week, marts.source)
+        for decision_type in past.decision_types():
+            for c in past.candidates(decision_type):
+                v = decide(gather(past, decision_type, c, config.min_coverage), config)
+                out.setdefault((decision_type, c), {})[week] = str(v.decision)
+    names = readable(c for _, c in out)
+    several = len({t for t, _ in out}) > 1
+    return {f"{t} · {names[c]}" if several else names[c]: by_week for (t, c), by_week in sorted(out.items())}
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -140,6 +220,7 @@ def _identities(section: Section) -> str:
 
 def _verdicts(section: Section) -> str:
     rows = []
+    names = readable(section.verdicts)
     for candidate, v in section.verdicts.items():
         ident = identity_of(candidate)
         changed = "".join(
@@ -153,9 +234,11 @@ def _verdicts(section: Section) -> str:
         )
         rows.append(
             f"<div class='candidate'><h3><span class='verdict {v.decision}'>{v.decision}</span> "
-            f"{html.escape(ident.label)}</h3><p>identity: model {html.escape(ident.model_name)}, sha256 "
-            f"{html.escape(ident.sha256_prefix)}…, quantization {html.escape(ident.quantization)} "
-            f"(key <code>{html.escape(candidate)}</code>)</p><p class='calibration'>"
+            f"{html.escape(names[candidate])}</h3><details><summary>identity: "
+            f"{html.escape(described(candidate))}</summary><p>{html.escape(ident.label)}; model "
+            f"{html.escape(ident.model_name)}, sha256 {html.escape(ident.sha256_prefix)}…, quantization "
+            f"{html.escape(ident.quantization)} (key <code>{html.escape(candidate)}</code>)</p></details>"
+            f"<p class='calibration'>"
             f"{html.escape(section.calibration[candidate].describe())}</p><ul>{reasons}</ul>"
             f"<details><summary>checks applied</summary><table>{checks}</table></details></div>"
         )
@@ -182,9 +265,14 @@ def to_html(result: Review) -> str:
         f"<div class='charts'>{''.join(_figure(c) for c in s.charts)}</div></section>"
         for s in result.sections
     )
+    title = f"<h1>Rollout review {html.escape(result.week)}</h1>"
+    first = screen.banner_html([(s.decision_type, s.lines) for s in result.sections], title)
+    cards = [c for s in result.sections for c in s.scorecards]
     return (
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Rollout review "
-        f"{result.week}</title><style>{STYLE}</style></head><body><h1>Rollout review {result.week}</h1>"
+        f"{result.week}</title><style>{STYLE}{screen.STYLE}</style></head><body>{first}"
+        f"{screen.trust_html(result.facts, result.caveats)}{screen.scorecard_html(cards, result.family)}"
+        f"{screen.trend_html(result.trend, result.weeks)}"
         f"<p>marts: <code>{html.escape(result.source)}</code>. Every number is per candidate identity "
         f"(<code>candidate model/quantization/device/normalization #sha256</code>); hover a mark for its "
         f"values.</p>{body}"
@@ -199,7 +287,12 @@ def to_markdown(result: Review) -> str:
     Each line: the verdict, its first reason, and the candidate's calibration (the ECE, and how many
     one-hot rows it leaves out).
     """
-    lines = [f"# Rollout review {result.week}", ""]
+    strip = [f"{f.label}: {f.value}" for f in result.facts]
+    lines = [f"# Rollout review {result.week}", "", " · ".join(strip), ""]
+    lines += [f"> ⚠ {c}" for c in result.caveats] + [""]
+    lines += screen.banner_markdown([(s.decision_type, s.lines) for s in result.sections])
+    lines += screen.scorecard_markdown([c for s in result.sections for c in s.scorecards], result.family)
+    lines += ["## Details", ""]
     for s in result.sections:
         lines += [f"- identity change in {s.decision_type}: {line}" for line in s.changed("")]
         for candidate, v in s.verdicts.items():

@@ -4,7 +4,8 @@
     week k    a sidecar in proxy mode in front of the router, its clock in week k (`clock.py`); the
               week's tickets through the proxy; wait until every candidate's row is written; the late
               outcomes of the tickets production sent to review, through the API; SIGTERM (flush)
-    analyse   ``semif-shadow pipelines run`` over the weeks, ``semif-shadow review`` of the last one
+    analyse   ``semif-shadow pipelines run`` over the weeks, a policy chosen on the week before the last
+              (``pipelines policy choose``), ``semif-shadow review`` of the last one with that policy
 
 Every service runs as a real process on a free loopback port (`processes.Services`), stopped however
 the run ends. Everything the run writes goes under ``out`` (records, spool, marts, logs, the report).
@@ -225,22 +226,51 @@ def _cli(args: list[str], what: str, env: dict[str, str], log: Path) -> None:
         raise DemoError(f"{what} failed with exit code {code}: {last[0]} (see {log})")
 
 
-def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """``pipelines policy choose`` on the week before the last, ``replay`` on the last: its JSON."""
+def _choose(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str],
+            candidate: str) -> tuple[Path, dict[str, Any]]:
+    """``pipelines policy choose`` for ``candidate`` on the week before the last, ``replay`` on the last."""
     s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
-    chosen, replayed = config.out / "policy.json", config.out / "logs" / "policy-replay.out"
-    champion = next(iter(catalog.CANDIDATES))
-    head: dict[str, Any] = {"candidate": champion, "chosen_on": weeks[-2], "week": weeks[-1]}
-    try:
-        _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
-              catalog.DECISION_TYPE, "--candidate", champion, "--out", str(chosen), *s3_args],
-             "policy choose", env, config.out / "logs" / "policy-choose.out")
-        _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
-              "--policy", str(chosen), *s3_args], "policy replay", env, replayed)
-    except DemoError as exc:  # e.g. the champion scored nothing that week: the review still comes
-        return head | {"error": str(exc)}
+    champion = candidate == next(iter(catalog.CANDIDATES))
+    chosen = config.out / ("policy.json" if champion else f"policy-{candidate}.json")
+    logs = config.out / "logs"
+    replayed = logs / ("policy-replay.out" if champion else f"policy-replay-{candidate}.out")
+    _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
+          catalog.DECISION_TYPE, "--candidate", candidate, "--out", str(chosen), *s3_args],
+         f"policy choose ({candidate})", env, logs / f"policy-choose-{candidate}.out")
+    _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
+          "--policy", str(chosen), *s3_args], f"policy replay ({candidate})", env, replayed)
     replay: dict[str, Any] = json.loads(replayed.read_text(encoding="utf-8"))
-    return head | replay
+    return chosen, replay
+
+
+def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """A policy per candidate chosen on the week before the last and replayed on the last.
+
+    The champion's replay JSON, with ``files``: every policy that replayed (the review is given them all,
+    so each candidate is judged out of sample, as in a real trial).
+    """
+    champion = next(iter(catalog.CANDIDATES))
+    head: dict[str, Any] = {"candidate": champion, "chosen_on": weeks[-2], "week": weeks[-1], "files": []}
+    result: dict[str, Any] = {}
+    for candidate in catalog.CANDIDATES:
+        try:
+            chosen, replay = _choose(config, ctx, weeks, env, candidate)
+        except DemoError as exc:  # e.g. the candidate scored nothing that week: the review still comes
+            if candidate == champion:
+                result = {"error": str(exc)}
+            continue
+        head["files"].append(str(chosen))
+        if candidate == champion:
+            result = replay
+    return head | result
+
+
+def _review_policy(ctx: dict[str, str], policy: dict[str, Any]) -> list[str]:
+    """The review's ``--policy`` arguments: every policy the demo chose, replayed on the records."""
+    if not policy["files"]:
+        return []
+    s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
+    return [*(a for f in policy["files"] for a in ("--policy", f)), "--records", ctx["root"], *s3_args]
 
 
 def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
@@ -273,9 +303,11 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
              "pipelines run", aws if config.s3 else {}, config.out / "logs" / "pipelines.out")
         p95 = summary.p95_by_candidate(summary.read_proposals(ctx["root"], ctx.get("s3")), weeks[-1])
         policy = _policy(config, ctx, weeks, aws if config.s3 else {})
-    report = config.out / "review.html"
-    echo(f"review: {weeks[-1]}")
-    _cli(["review", "--marts", str(config.out / "marts"), "--week", weeks[-1], "--out", str(report)],
-         "review", {}, config.out / "logs" / "review.out")
+        report = config.out / "review.html"
+        echo(f"review: {weeks[-1]}")
+        # inside the services: with --s3 the policy is replayed on records that moto serves
+        _cli(["review", "--marts", str(config.out / "marts"), "--week", weeks[-1], "--out", str(report),
+              *_review_policy(ctx, policy)], "review", aws if config.s3 else {},
+             config.out / "logs" / "review.out")
     return Result(ctx["root"], config.out / "marts", report, report.with_suffix(".md"), weeks, sent, tickets,
                   Path(ctx["catalog"]), ctx.get("s3"), p95, policy)

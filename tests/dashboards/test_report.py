@@ -113,8 +113,9 @@ def test_every_chart_shows_its_sample_size_and_numbers(generated_review: Review)
 
 
 def test_the_markdown_summary_has_one_line_per_type_and_candidate(generated_review: Review) -> None:
-    """The summary lists each decision type and candidate with its verdict."""
-    lines = [line for line in to_markdown(generated_review).splitlines() if line.startswith("- **")]
+    """The summary's details list each decision type and candidate identity with its verdict."""
+    details = to_markdown(generated_review).partition("\n## Details\n")[2]
+    lines = [line for line in details.splitlines() if line.startswith("- **")]
     assert len(lines) == sum(len(s.verdicts) for s in generated_review.sections)
     assert all(re.search(r"\*\*(GO|WAIT|REJECT)\*\*", line) for line in lines)
     # each line names its candidate: two candidates of one model differ by more than a hash
