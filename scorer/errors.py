@@ -5,14 +5,14 @@ The tree::
     ScorerError                     base of everything the scorer raises on purpose
     +-- SemIfError                  an error with a SemIf wire form (status, code, field)
     |   +-- PromptTooLong           400 prompt_too_long: question + options alone do not fit
-    |   +-- BodyTooLarge            413 body_too_large
     |   +-- Overloaded              503 overloaded: the bounded queue is full
     |   +-- NotReady                503 not_ready: the model is still loading
     +-- ModelError                  the GGUF cannot be found or loaded
     +-- RuntimeFailure              llama.cpp returned an error code (a bug or resource exhaustion)
 
 A request that breaks the SemIf schema raises `contracts.errors.InvalidRequest` (400
-``invalid_request``), re-exported here. Edges (HTTP handlers, the CLI) render any `WireError`'s
+``invalid_request``), re-exported here; a body over the limit is `contracts.errors.BodyTooLarge` (413),
+shared with the sidecar. Edges (HTTP handlers, the CLI) render any `WireError`'s
 ``to_json()`` (`SemIfError` and `InvalidRequest` are both); nothing else leaks out. The wire form lives in
 ``contracts.errors.WireError``, which the sidecar's `shadow.errors.RequestError` shares.
 """
@@ -34,13 +34,6 @@ class PromptTooLong(SemIfError):
     """The question and options alone do not fit the context window."""
 
     code = "prompt_too_long"
-
-
-class BodyTooLarge(SemIfError):
-    """The request body is over the configured limit."""
-
-    status = 413
-    code = "body_too_large"
 
 
 class Overloaded(SemIfError):
@@ -65,5 +58,5 @@ class RuntimeFailure(ScorerError):
     """llama.cpp returned an error code."""
 
 
-__all__ = ["BodyTooLarge", "InvalidRequest", "ModelError", "NotReady", "Overloaded", "PromptTooLong",
+__all__ = ["InvalidRequest", "ModelError", "NotReady", "Overloaded", "PromptTooLong",
            "RuntimeFailure", "ScorerError", "SemIfError", "WireError"]

@@ -5,8 +5,9 @@ The tree::
     ShadowError                     base of everything the sidecar raises on purpose
     +-- RequestError                an API request the sidecar refuses (status, code, field)
     |   +-- Unauthorized            401 unauthorized: missing or wrong bearer token
-    |   +-- BodyTooLarge            413 body_too_large
     |   +-- StoreUnavailable        503 store_unavailable: an outcome could not be made durable
+    |   +-- BadGateway              502 bad_gateway: proxy mode, the upstream cannot be reached
+    |   +-- GatewayTimeout          504 gateway_timeout: proxy mode, the upstream did not accept or answer
     +-- ScorerCallError             one scorer call failed (raised only by `shadow.backends`)
         +-- ScorerTimeout           no answer within the attempt's timeout (row status ``timeout``)
         +-- ScorerOverloaded        503 / overloaded: retryable, honours ``retry_after``
@@ -19,7 +20,8 @@ The tree::
 Backends translate third-party exceptions into the `ScorerCallError` branch at one boundary each; the
 dispatcher turns them into a proposals row's ``status`` / ``reason``. HTTP handlers render
 `RequestError.to_json()`; the CLI prints one line. A catalog that does not validate raises
-``contracts.errors.CatalogError`` (re-exported here).
+``contracts.errors.CatalogError`` (re-exported here); a body over ``SHADOW_MAX_BODY_BYTES`` is
+``contracts.errors.BodyTooLarge`` (413), shared with the scorer.
 """
 
 from __future__ import annotations
@@ -42,13 +44,6 @@ class Unauthorized(RequestError):
 
     status = 401
     code = "unauthorized"
-
-
-class BodyTooLarge(RequestError):
-    """The request body is over ``SHADOW_MAX_BODY_BYTES``."""
-
-    status = 413
-    code = "body_too_large"
 
 
 class StoreUnavailable(RequestError):
@@ -129,7 +124,7 @@ class InvalidScorerResponse(ScorerCallError):
     reason = "no_matching_option"
 
 
-__all__ = ["BadGateway", "BodyTooLarge", "CatalogError", "GatewayTimeout", "InvalidScorerResponse",
+__all__ = ["BadGateway", "CatalogError", "GatewayTimeout", "InvalidScorerResponse",
            "RequestError", "ScorerCallError", "ScorerFailed", "ScorerOverloaded", "ScorerRejected",
            "ScorerThrottled", "ScorerTimeout", "ScorerUnavailable", "ShadowError", "StoreUnavailable",
            "Unauthorized", "WireError"]

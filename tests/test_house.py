@@ -9,6 +9,8 @@ down, or the side that needs a few methods states them as a small ``Protocol``.
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,68 @@ def test_the_circle_check_sees_a_planted_circle(tmp_path: Path) -> None:
     (pkg / "c.py").write_text("def f():\n    from pkg.a import x\n    return x\n")
     (pkg / "d.py").write_text("from pkg.c import f\n")
     assert circles(import_graph(tmp_path)) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+
+
+_TREE_LINE = re.compile(r"^( *(?:[|+ ]   )*)(?:\+-- )?([A-Z]\w+)(?:\s|$)")
+
+
+def drawn_tree(doc: str) -> dict[str, str | None]:
+    """Class -> its drawn parent (None for a root), from the block after ``The tree::`` in ``doc``."""
+    block = doc.split("The tree::", 1)[1].split("\n\n")
+    lines = "\n".join(block[1:3] if block[0].strip() == "" else block[:2]).splitlines()
+    parents: dict[str, str | None] = {}
+    stack: list[tuple[int, str]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        match = _TREE_LINE.match(line)
+        if match is None or not line.startswith("    "):
+            break
+        column = line.index(match.group(2))
+        while stack and stack[-1][0] >= column:
+            stack.pop()
+        parents[match.group(2)] = stack[-1][1] if stack else None
+        stack.append((column, match.group(2)))
+    return parents
+
+
+def _error_modules() -> list[Path]:
+    paths = sorted(ROOT.glob("*/**/errors.py"))
+    return [p for p in paths if p.relative_to(ROOT).parts[0] not in {"tests", "bench"}
+            and "The tree::" in p.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("path", _error_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_drawn_error_tree_matches_the_classes(path: Path) -> None:
+    """Every exception class an errors.py defines is drawn, under its nearest drawn base; nothing else is."""
+    module = importlib.import_module(_module_name(ROOT, path))
+    drawn = drawn_tree(module.__doc__ or "")
+    defined = {name for name, value in vars(module).items() if isinstance(value, type)
+               and issubclass(value, BaseException) and value.__module__ == module.__name__}
+    assert defined - set(drawn) == set(), "defined but not drawn"
+    classes = {name: getattr(module, name, None) for name in drawn}
+    assert {name for name, cls in classes.items() if not isinstance(cls, type)} == set(), "drawn, not a class"
+    actual = {name: next((base.__name__ for base in cls.__mro__[1:] if base.__name__ in drawn), None)
+              for name, cls in classes.items() if isinstance(cls, type)}
+    assert actual == drawn
+
+
+def test_the_tree_check_reads_a_misdrawn_tree() -> None:
+    """A class drawn under the wrong parent, or at the wrong depth, reads differently from the classes."""
+    doc = """Errors.
+
+The tree::
+
+    Base                 base
+    +-- Child            one
+    |   +-- Grandchild   two
+    +-- Other            three
+
+    Mixin                a second root
+"""
+    assert drawn_tree(doc) == {"Base": None, "Child": "Base", "Grandchild": "Child", "Other": "Base",
+                               "Mixin": None}
+    assert drawn_tree(doc.replace("|   +-- Grandchild", "+-- Grandchild    "))["Grandchild"] == "Base"
 
 
 def test_the_import_checker_sees_a_broken_rule(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from contracts.errors import WireError
+from contracts.errors import WireError, http_error_json
 from scorer.errors import Overloaded
 
 if TYPE_CHECKING:
@@ -15,24 +15,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("scorer.server")
 
-HTTP_CODES = {
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "body_too_large",
-    415: "unsupported_media_type",
-}
-
-
 def error_body(status: int, code: str, message: str, field: str | None) -> web.Response:
     """A SemIf error response."""
     return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
-
-
-def http_error_json(exc: web.HTTPException) -> dict[str, dict[str, str | None]]:
-    """The wire error for one of aiohttp's HTTP errors (413 names ``body``, 415 ``Content-Type``)."""
-    field = "body" if exc.status == 413 else ("Content-Type" if exc.status == 415 else None)
-    code = HTTP_CODES.get(exc.status, "http_error")
-    return {"error": {"code": code, "message": exc.reason, "field": field}}
 
 
 def render(exc: WireError, retry_after_s: int) -> web.Response:
@@ -55,7 +40,7 @@ def error_middleware(retry_after_s: int) -> web.middleware:  # type: ignore[vali
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            return web.json_response(http_error_json(exc), status=exc.status)
+            return web.json_response(http_error_json(exc.status, exc.reason), status=exc.status)
         except Exception:
             log.exception("unhandled error on %s %s", request.method, request.path)
             return error_body(500, "internal_error", "internal error (a bug): see the server log", None)

@@ -19,7 +19,7 @@ import re
 
 from aiohttp import web
 
-from scorer.server.middlewares import http_error_json
+from contracts.errors import http_error_json
 from scorer.server.views import invocations
 
 _ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -36,7 +36,7 @@ async def invoke_endpoint(request: web.Request) -> web.StreamResponse:
     try:
         inner = await invocations(request)
     except web.HTTPException as exc:  # rendered by the middleware for /invocations; mapped here
-        return _model_error(exc.status, json.dumps(http_error_json(exc)))
+        return _model_error(exc.status, json.dumps(http_error_json(exc.status, exc.reason)))
     except Exception as exc:
         from contracts.errors import WireError  # noqa: PLC0415
 

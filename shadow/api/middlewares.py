@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from contracts.errors import WireError
+from contracts.errors import WireError, http_error_json
 from shadow.api.budget import body_cost
 from shadow.keys import BODY_BUDGET, METRICS, SETTINGS
 from shadow.log_budget import request_budget
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Handler
 
 log = logging.getLogger(__name__)
-
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
-
 
 def error_body(status: int, code: str, message: str, field: str | None = None) -> web.Response:
     """A JSON error response."""
@@ -69,8 +66,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        field = "body" if exc.status == 413 else None
-        return error_body(exc.status, _HTTP_CODES.get(exc.status, "http_error"), exc.reason, field)
+        return web.json_response(http_error_json(exc.status, exc.reason), status=exc.status)
     except Exception:
         log.exception("unexpected error on %s %s", request.method, request.path)
         return error_body(500, "internal_error", "unexpected error (logged)")

@@ -4,13 +4,15 @@
 The tree::
 
     RecordsError                    base of everything the store raises on purpose
-    +-- SinkFull                    the local disk bound is reached (``sink.SinkFull``; drop with disk_full)
     +-- StoreClosed                 a write after ``close()`` or before start
     +-- InvalidRow                  a row the schema cannot hold (unknown column, wrong type)
     +-- UploadFailed                S3 refused or could not be reached (retried; surfaces only in the CLI)
     +-- CompactionError             a partition cannot be compacted safely
 
-``SinkFull`` lives in ``sink.py`` (the sidecar's interface) and is re-exported here. Third-party
+    SinkFull                        the local disk bound is reached (drop with disk_full)
+
+``SinkFull`` lives in ``sink.py`` (the sidecar's interface, which imports nothing of the store) and is
+re-exported here; it is not a ``RecordsError``. Third-party
 exceptions (botocore, pyarrow, OSError) are translated where they are caught: upload errors become
 ``UploadFailed``; the CLI renders any ``RecordsError`` as one line and a non-zero exit.
 """
