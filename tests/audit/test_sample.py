@@ -1,0 +1,106 @@
+"""``semif-shadow audit sample``: strata from the records, known inclusion probabilities, never redrawn."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from audit.sample import Design, draw, population
+from contracts.audit_samples import AUDIT_SAMPLES, sample_path
+from pipelines import synth
+from pipelines.generate import Plan, generate
+from pipelines.storage import open_root
+from semif_shadow.cli import main
+from tests.pipelines.correctness_reference import units
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PLAN = Plan(decisions=6_000, weeks=1, drift_week=None, seed=4,
+            knobs=synth.Knobs(challenger=synth.CHALLENGER, production_error_rate=0.1))
+WEEK = "2026-W44"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One generated week with two candidates, production 10% wrong."""
+    root = tmp_path_factory.mktemp("records")
+    generate(open_root(str(root)), PLAN)
+    return root
+
+
+def sample_cli(root: Path, *args: str) -> tuple[int, str]:
+    """Run ``semif-shadow audit sample --root ROOT --week W ARGS``; exit code and output."""
+    result = CliRunner().invoke(main, ["audit", "sample", "--root", str(root), "--week", WEEK, *args])
+    return result.exit_code, result.output
+
+
+def test_the_sample_holds_every_disagreement_up_to_the_cap_and_a_share_of_agreements(
+        records: Path, tmp_path: Path) -> None:
+    """Strata match the records; inclusion probability = sampled / stratum size; overlap share marked.
+
+    With the cap above the disagreements, all are sampled (probability 1); agreements at the rate, rounded up.
+    """
+    root = tmp_path / "records"
+    shutil.copytree(records, root)
+    code, output = sample_cli(root, "--type", "ticket_routing", "--disagreements", "100000",
+                              "--agreement-rate", "0.05", "--overlap", "0.2")
+    assert code == 0, output
+    table = pq.read_table(root / sample_path(WEEK, "ticket_routing"))
+    assert table.schema.equals(AUDIT_SAMPLES)
+    rows = table.to_pylist()
+    ref = units(root, WEEK, "ticket_routing")  # recounts the strata from the raw records
+    sizes = ref.population
+    counts = {s: sum(r["stratum"] == s for r in rows) for s in sizes}
+    assert counts["disagree"] == sizes["disagree"] > 100
+    assert counts["agree"] == -(-sizes["agree"] * 5 // 100)
+    for row in rows:
+        assert row["stratum_decisions"] == sizes[row["stratum"]]
+        assert row["inclusion_probability"] == pytest.approx(counts[row["stratum"]] / sizes[row["stratum"]])
+    assert sum(r["double_audit"] for r in rows) == round(0.2 * len(rows))
+    assert len({r["decision_id"] for r in rows}) == len(rows)
+    assert len({r["sample_id"] for r in rows}) == 1
+    assert f"{len(rows)} decisions sampled" in output
+
+
+def test_the_same_records_and_seed_draw_the_same_sample_and_another_seed_another(records: Path) -> None:
+    """Same inputs and seed: the same rows; another seed: another draw; another type: independent draw."""
+    root = open_root(str(records))
+    decisions = population(root, WEEK, "priority")
+    design = Design(disagreements=50, agreement_rate=0.02, seed=9)
+    first, again = draw(decisions, WEEK, "priority", design), draw(decisions, WEEK, "priority", design)
+    assert first.equals(again)
+    other = draw(decisions, WEEK, "priority", Design(disagreements=50, agreement_rate=0.02, seed=10))
+    assert set(first.column("decision_id").to_pylist()) != set(other.column("decision_id").to_pylist())
+    assert first.num_rows == other.num_rows
+
+
+def test_rerunning_never_changes_an_existing_sample(records: Path, tmp_path: Path) -> None:
+    """A second run, even with another seed, leaves the file as it was and says so in one line."""
+    root = tmp_path / "records"
+    shutil.copytree(records, root)
+    assert sample_cli(root, "--seed", "1")[0] == 0
+    path = root / sample_path(WEEK, "priority")
+    before = path.read_bytes()
+    code, output = sample_cli(root, "--seed", "2")
+    assert code == 0
+    assert path.read_bytes() == before
+    assert f"{WEEK} priority: a sample exists already; left unchanged" in output
+    assert (root / sample_path(WEEK, "ticket_routing")).exists()  # without --type: every type
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--week", "2026-48"), "--week: '2026-48' is not an ISO week"),
+    (("--type", "nope"), "no proposals of nope"),
+    (("--agreement-rate", "1.5"), "--agreement-rate"),
+])
+def test_bad_input_is_one_line_and_a_non_zero_exit(records: Path, args: tuple[str, ...], words: str) -> None:
+    """A malformed week, an unknown type or an out-of-range rate: one clear line, exit code not 0."""
+    code, output = sample_cli(records, *args)
+    assert code != 0
+    assert words in output
+    assert "Traceback" not in output
