@@ -72,8 +72,10 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
 @click.option("--port", type=int, default=None, help="Port (default 8490; AUDIT_PORT).")
 @click.option("--spool", default=None,
               help="The workbench's journal folder (default audit-spool; AUDIT_SPOOL_DIR).")
+@click.option("--tls-cert", default=None, help="Serve HTTPS with this PEM certificate (AUDIT_TLS_CERT).")
+@click.option("--tls-key", default=None, help="The certificate's PEM private key (AUDIT_TLS_KEY).")
 def serve(root: str, week: str, decision_type: str | None, catalog: str, host: str | None,  # noqa: PLR0913, PLR0917
-          port: int | None, spool: str | None) -> None:
+          port: int | None, spool: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Serve the week's audit sample: the page where auditors say what was right.
 
     Sign in with a served decision type's token (the catalog's auth_token_env, as for the sidecar's
@@ -93,7 +95,8 @@ def serve(root: str, week: str, decision_type: str | None, catalog: str, host: s
 
     flags = {"root": ("--root", root), "week": ("--week", week), "decision_type": ("--type", decision_type),
              "catalog": ("--catalog", catalog), "host": ("--host", host), "port": ("--port", port),
-             "spool_dir": ("--spool", spool)}
+             "spool_dir": ("--spool", spool), "tls_cert": ("--tls-cert", tls_cert),
+             "tls_key": ("--tls-key", tls_key)}
     settings = build_settings(WorkbenchSettings, flags)
     try:
         asyncio.run(serve_workbench(settings))

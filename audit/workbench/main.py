@@ -22,7 +22,7 @@ def _tls(settings: WorkbenchSettings) -> ssl.SSLContext | None:
     if settings.tls_cert is None:
         return None
     if settings.tls_key is None:
-        raise SetupError("--tls-cert needs --tls-key")
+        raise SetupError("--tls-cert (AUDIT_TLS_CERT) needs --tls-key (AUDIT_TLS_KEY)")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(settings.tls_cert, settings.tls_key)
     return context

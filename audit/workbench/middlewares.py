@@ -7,7 +7,9 @@ logged as a bug. A page that needs a session sends a browser to the sign-in form
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -31,6 +33,12 @@ SECURITY_HEADERS = {
 }
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 _FROM_HERE = {"same-origin", "none"}
+_DECISION_PATH = re.compile(r"^/decisions/[^/?#\\]+(\?type=[^&#/\\]+)?$")
+
+
+def is_decision_path(path: str) -> bool:
+    """Whether ``path`` is a decision's page on this site (where sign-in may send a browser back to)."""
+    return _DECISION_PATH.match(path) is not None
 
 
 def error_body(status: int, code: str, message: str, field: str | None = None) -> web.Response:
@@ -63,7 +71,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except SignInRequired as exc:
         if request.method == "GET" and exc.field != "token":
-            return web.Response(status=303, headers={"Location": "/sign-in"})
+            back = f"?{urlencode({'next': request.path_qs})}" if is_decision_path(request.path_qs) else ""
+            return web.Response(status=303, headers={"Location": f"/sign-in{back}"})
         return web.json_response(exc.to_json(), status=exc.status)
     except WireError as exc:
         return web.json_response(exc.to_json(), status=exc.status)

@@ -142,11 +142,11 @@ def done_page(session: Session, progress: Progress) -> str:
             + "</main>\n" + TAIL)
 
 
-def sign_in_page(nonce: str, week: str) -> str:
-    """The sign-in form: the decision type's token and a pseudonym."""
+def sign_in_page(nonce: str, week: str, back: str) -> str:
+    """The sign-in form: the decision type's token and a pseudonym (then on to ``back``, if given)."""
     return (HEAD.format(title="Audit: sign in")
             + f"<main><h1>Audit {_e(week)}: sign in</h1>"
-            + f'<form method="post" action="/sign-in">{_hidden("csrf", nonce)}'
+            + f'<form method="post" action="/sign-in">{_hidden("csrf", nonce)}{_hidden("next", back)}'
             + '<label for="token">Token</label><input id="token" name="token" type="password" '
             + 'autocomplete="off" required>'
             + '<label for="auditor">Pseudonym (not your e-mail)</label><input id="auditor" name="auditor" '

@@ -16,6 +16,7 @@ from audit.workbench import pages
 from audit.workbench.answers import outcome_row
 from audit.workbench.errors import BadField, Forbidden, NotInSample
 from audit.workbench.keys import CATALOG, SESSIONS, SETTINGS, STATES, WORKLIST, WRITER
+from audit.workbench.middlewares import is_decision_path
 from audit.workbench.sessions import SESSION_COOKIE, SIGN_IN_COOKIE, Session, check_csrf, same
 from contracts.records import NONE_OF_THESE
 
@@ -83,7 +84,9 @@ async def index(request: web.Request) -> web.StreamResponse:
 async def sign_in_form(request: web.Request) -> web.Response:
     """The sign-in form, with a fresh anti-forgery value in the form and in a cookie."""
     nonce = secrets.token_urlsafe(32)
-    response = web.Response(text=pages.sign_in_page(nonce, request.app[SETTINGS].week), content_type=HTML)
+    back = request.query.get("next", "")
+    page = pages.sign_in_page(nonce, request.app[SETTINGS].week, back if is_decision_path(back) else "")
+    response = web.Response(text=page, content_type=HTML)
     _cookie(response, request, SIGN_IN_COOKIE, nonce, path="/sign-in")
     return response
 
@@ -95,7 +98,8 @@ async def sign_in(request: web.Request) -> web.StreamResponse:
     if not given or not expected or not same(given, expected):
         raise Forbidden("csrf: sign in from the sign-in page (GET /sign-in)", "csrf")
     session_id, _ = request.app[SESSIONS].sign_in(_text(form, "token", 1024), _text(form, "auditor", 64))
-    response = see_other("/next")
+    back = _text(form, "next", 1024, required=False)
+    response = see_other(back if is_decision_path(back) else "/next")  # never a page of another site
     _cookie(response, request, SESSION_COOKIE, session_id)
     response.del_cookie(SIGN_IN_COOKIE, path="/sign-in")
     return response

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import ssl
+import subprocess
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
+import pytest
+from aiohttp import web
+
+from audit.workbench.app import init_app
 from audit.workbench.middlewares import SECURITY_HEADERS
 from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
 from shadow.records.layout import open_dataset
-from tests.audit import week
+from tests.audit import serving, week
 from tests.audit.conftest import settings_for
 from tests.audit.forms import hidden, option_values
 
@@ -88,7 +96,7 @@ async def test_a_wrong_or_missing_token_signs_nobody_in(client: TestClient[Any, 
         assert (await answer.json())["error"]["field"] == "token"
     page = await client.get("/decisions/d0001", allow_redirects=False)
     assert page.status == 303
-    assert page.headers["Location"] == "/sign-in"
+    assert page.headers["Location"].startswith("/sign-in")
     write = await client.post("/answers", data={"csrf": "x", "sample_id": week.SAMPLE_ID, "answer": "billing",
                                                 "decision_type": week.TYPE, "decision_id": "d0001"})
     assert write.status == 401
@@ -137,3 +145,86 @@ async def test_every_field_is_validated_by_name(client: TestClient[Any, Any]) ->
                                                 "auditor": "a@b.c"})
     assert email.status == 400
     assert (await email.json())["error"]["field"] == "auditor"
+
+
+async def test_a_gallery_link_comes_back_to_its_decision_after_sign_in(client: TestClient[Any, Any]) -> None:
+    """``/decisions/{id}`` without a session: to the sign-in form, then back to that decision.
+
+    Only to a decision of this site: another site's address in ``next`` is ignored.
+    """
+    first = await client.get("/decisions/d0005", allow_redirects=False)
+    assert first.status == 303
+    location = first.headers["Location"]
+    assert location == "/sign-in?next=%2Fdecisions%2Fd0005"
+    form = hidden(await (await client.get(location)).text())
+    assert form["next"] == "/decisions/d0005"
+    answer = await client.post("/sign-in", data={**form, "token": week.TOKEN, "auditor": "a1"},
+                               allow_redirects=False)
+    assert answer.headers["Location"] == "/decisions/d0005"
+    for evil in ("//evil.example/decisions/x", "https://evil.example/", "/decisions/../sign-out", "/next"):
+        form = hidden(await (await client.get("/sign-in", params={"next": evil})).text())
+        assert form["next"] == ""
+        forged = await client.post("/sign-in", allow_redirects=False,
+                                   data={**form, "next": evil, "token": week.TOKEN, "auditor": "a1"})
+        assert forged.headers["Location"] == "/next"
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+               "-days", "1", "-keyout", str(key), "-out", str(cert)]
+    subprocess.run(command, check=True, capture_output=True)  # noqa: S603  (a fixed command)
+    return cert, key
+
+
+async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path, tls_files: tuple[Path, Path],
+                                                     built: tuple[Path, Path, list[week.Decision]]) -> None:
+    """Served over HTTPS (``tls_cert``/``tls_key``), the session and sign-in cookies carry ``Secure``."""
+    cert, key = tls_files
+    settings = settings_for(tmp_path, *built[:2], tls_cert=cert, tls_key=key)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    runner = web.AppRunner(init_app(settings, {week.TOKEN_ENV: week.TOKEN}))
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        base = f"https://127.0.0.1:{runner.addresses[0][1]}"
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:  # an IP host
+            page = await session.get(f"{base}/sign-in", ssl=False)
+            assert "Secure" in page.headers["Set-Cookie"]
+            form = hidden(await page.text())
+            answer = await session.post(f"{base}/sign-in", ssl=False, allow_redirects=False,
+                                        data={"csrf": form["csrf"], "token": week.TOKEN, "auditor": "a1"},
+                                        headers={"Origin": base})
+            assert answer.status == 303
+            cookie = answer.headers.getall("Set-Cookie")
+            assert any("audit_session=" in c and "Secure" in c and "HttpOnly" in c for c in cookie)
+    finally:
+        await runner.cleanup()
+
+
+def test_the_command_refuses_to_start_without_a_token_or_a_sample(tmp_path: Path) -> None:
+    """No token in the environment, or no sample for the week: one error line, exit 1, no traceback."""
+    records = tmp_path / "records"
+    week.write_sample(records, ["d0001"])
+    catalog = week.catalog(tmp_path / "catalog.yaml")
+    env = {k: v for k, v in os.environ.items() if k != week.TOKEN_ENV}
+    base = [serving.CLI, "audit", "serve", "--root", str(records), "--catalog", str(catalog),
+            "--spool", str(tmp_path / "spool"), "--port", "0"]
+    no_token = subprocess.run([*base, "--week", week.WEEK], env=env, capture_output=True, text=True,  # noqa: S603
+                              timeout=60, check=False)
+    assert no_token.returncode == 1
+    assert no_token.stderr.strip() == (f"Error: decision type {week.TYPE!r} needs a sign-in token: "
+                                       f"set {week.TOKEN_ENV}")
+    no_sample = subprocess.run([*base, "--week", "2026-W47"], env={**env, week.TOKEN_ENV: week.TOKEN},  # noqa: S603
+                               capture_output=True, text=True, timeout=60, check=False)
+    assert no_sample.returncode == 1
+    assert "no audit sample for 2026-W47" in no_sample.stderr
+    assert "Traceback" not in no_sample.stderr
+    bad_week = subprocess.run([*base, "--week", "W48"], env=env, capture_output=True, text=True,  # noqa: S603
+                              timeout=60, check=False)
+    assert bad_week.returncode != 0
+    assert "--week W48" in bad_week.stderr
