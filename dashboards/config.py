@@ -26,7 +26,8 @@ class ReviewConfig(BaseModel):
         0.95, gt=0, lt=1, description="precision the accepted decisions must reach"
     )
     confidence: float = Field(
-        0.95, gt=0, lt=1, description="two-sided level of the Clopper-Pearson precision interval"
+        0.95, gt=0, lt=1,
+        description="two-sided level of the anytime-valid bounds: each one-sided bound errs (1 - this) / 2",
     )
     min_labelled: int = Field(
         500, ge=1, description="labelled decisions a candidate needs before go or reject"
@@ -54,6 +55,22 @@ class ReviewConfig(BaseModel):
     block_on_psi_band: str = Field(
         "significant", pattern="^(moderate|significant)$", description="PSI band from which go is prevented"
     )
+    sampling_rates: dict[str, float] = Field(
+        default_factory=dict,
+        description="configured sampling rate per decision type (the catalog's sampling.rate): the "
+        "sample-ratio check tests each candidate's scored / offered against it; without one, the candidates "
+        "against each other",
+    )
+    srm_p_value: float = Field(
+        0.001, gt=0, lt=1, description="p-value below which the sample-ratio check fails (prevents go)"
+    )
+    min_overlap: float = Field(
+        0.9, ge=0, le=1, description="share of decisions two candidates must both have scored and labelled"
+    )
+    max_label_shift: float = Field(
+        0.2, gt=0,
+        description="largest standardized difference (Cohen's d) of confidence, labelled vs unlabelled",
+    )
     champion: str | None = Field(
         None,
         description="the candidate the scorecard compares every other with (a catalog name); "
@@ -66,6 +83,11 @@ class ReviewConfig(BaseModel):
     )
     gallery_max: int = Field(
         12, ge=0, le=200, description="decisions the gallery shows per decision type and candidate"
+    )
+    correctness_margin: float = Field(
+        0.02, ge=0, lt=1,
+        description="where audits exist, go needs the candidate's audited correctness lower bound to be at "
+        "least production's audited correctness minus this (non-inferiority)",
     )
 
 

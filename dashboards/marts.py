@@ -49,7 +49,7 @@ MARTS = (
 )
 # Not read: `severe_errors` lists decisions (it grows with them); the verdict takes its count from
 # `agreement`, so the report stays aggregates only.
-OPTIONAL_MARTS = ("identities", "identity_changes", "paired")
+OPTIONAL_MARTS = ("identities", "identity_changes", "paired", "evidence", "label_delay", "correctness")
 """Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""
 
 

@@ -113,6 +113,23 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("uncached_tokens cached_tokens", COUNT), ("price_date", DATE),
         *columns("cost_usd cost_per_accepted cost_per_correct_accepted", REAL),
     ],
+    "evidence": [
+        *SCOPE, *columns("candidate policy", TEXT),
+        *columns("scored accepted accepted_labelled accepted_correct severe_errors", COUNT),
+        *columns("labelled unlabelled", COUNT),
+        *columns("labelled_confidence_mean labelled_confidence_sd", REAL),
+        *columns("unlabelled_confidence_mean unlabelled_confidence_sd", REAL),
+        *columns("ledger_first_week counted_through", TEXT), *columns("weeks_covered looks", COUNT),
+        *columns("ledger_accepted_labelled ledger_accepted_correct ledger_severe_errors", COUNT),
+        *columns("provisional_accepted_labelled provisional_accepted_correct", COUNT),
+        ("provisional_severe_errors", COUNT),
+        *columns("precision_lower precision_upper severe_upper alpha", REAL),
+        *columns("reset_reason reset_week reset_from", TEXT), ("matures_at", INSTANT),
+    ],
+    "label_delay": [
+        *WEEK, ("source", TEXT), ("outcomes", COUNT),
+        *columns("p50_hours p90_hours p99_hours maturity_lag_days recommended_lag_days", REAL),
+    ],
     "identities": [
         *SCOPE,
         *columns("candidate model_identity_sha256 model_name quantization device normalization", TEXT),

@@ -22,6 +22,7 @@ import duckdb
 from scipy.special import ndtri
 
 from pipelines.errors import PipelinesError
+from pipelines.ledger import carry, policy_rows
 from pipelines.output import write_marts
 from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
@@ -86,6 +87,7 @@ PARAMETER_TYPES = {
     "psi_floor": "double",
     "utilization": "double",
     "paired_z": "double",
+    "maturity_lag_days": "double",
 }
 """The SQL types of ``run_params``' columns other than ``integer``."""
 
@@ -115,6 +117,7 @@ def run_parameters(settings: PipelineSettings, window: Window) -> dict[str, obje
         # scipy.stats is slow, and every run would pay for it
         "paired_z": float(ndtri(0.5 + settings.bootstrap_level / 2)),
         "identity_settle_minutes": IDENTITY_SETTLE_MINUTES,
+        "maturity_lag_days": window.maturity_lag.total_seconds() / 86400,
     }
 
 
@@ -123,6 +126,8 @@ CONFIG_TABLES = {
     "cfg_instance_prices": "instance_type varchar, usd_per_hour double, price_date date",
     "cfg_token_prices":
         "model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date",
+    "cfg_policies":
+        "decision_type varchar, model_key varchar, policy varchar, option_id varchar, grid_index integer",
 }
 """The configuration tables the models join, with their columns (the same in both engines)."""
 
@@ -137,6 +142,7 @@ def config_rows(settings: PipelineSettings, prices: PriceTable) -> dict[str, lis
         "cfg_token_prices": [
             [k, v.input_per_mtok, v.cached_input_per_mtok, prices.date] for k, v in prices.tokens.items()
         ],
+        "cfg_policies": policy_rows(settings.policies),
     }
 
 
@@ -268,16 +274,21 @@ def run(
         result.seconds = build(con, load_models(), step, files)
         check_segments(con)
         if job.out is not None:
-            result.rows = write_job_marts(con, job.out, window, on_step)
+            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha)
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
     return result
 
 
 def write_job_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window,
-                    on_step: Callable[[str], None] | None) -> dict[str, int]:
-    """Write the marts under ``out`` (either engine's, from a DuckDB connection); rows per mart."""
+                    on_step: Callable[[str], None] | None, alpha: float) -> dict[str, int]:
+    """Write the marts under ``out`` (either engine's, from a DuckDB connection); rows per mart.
+
+    The ``evidence`` mart's ledger columns are filled first, from the ledger already written under ``out``
+    (``pipelines.ledger.carry``, at the one-sided level ``alpha``).
+    """
     try:
+        carry(con, window, out, alpha)
         rows = write_marts(con, out, window)
     except OSError as exc:
         raise PipelinesError(f"cannot write the marts under {out}: {exc}") from exc

@@ -58,6 +58,13 @@ class PipelineSettings(BaseSettings):
     maturity_lag_days: float = Field(
         default=3.0, ge=0.0, description="a week is final this long after it ends"
     )
+    policies: list[Path] = Field(
+        default_factory=list,
+        description="semif.policy/v1 files whose evidence the `evidence` mart accumulates (JSON list)",
+    )
+    evidence_alpha: float = Field(
+        default=0.025, gt=0.0, lt=0.5, description="one-sided level of the evidence ledger's bounds"
+    )
     utilization: float = Field(
         default=0.5,
         gt=0.0,

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from pipelines.storage import Root
     from pipelines.weeks import Window
 
+READ_WINDOW_MARTS = frozenset({"evidence"})
+"""Marts collected for the whole read window: the ledger (``pipelines.ledger.carry``) adds the reference
+weeks that matured since the last run."""
+
 SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.ansi.enabled": "false",  # x / 0 is NULL, as in DuckDB (the models guard with nullif)
@@ -221,8 +225,8 @@ def collect_marts(spark: SparkSession, window: Window) -> dict[str, pa.Table]:
     mondays = window.targets()
     tables = {}
     for mart in mart_names():
-        frame = spark.table(mart).where(
-            f"week_start >= date'{mondays[0]}' and week_start <= date'{mondays[-1]}'")
+        first = window.read_start.date() if mart in READ_WINDOW_MARTS else mondays[0]
+        frame = spark.table(mart).where(f"week_start >= date'{first}' and week_start <= date'{mondays[-1]}'")
         tables[mart] = conform(frame.toArrow(), mart)
     return tables
 
@@ -259,5 +263,5 @@ def run(
     tables = collect_marts(spark, window)
     if job.out is not None:
         with marts_connection(tables) as con:
-            result.rows = write_job_marts(con, job.out, window, on_step)
+            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha)
     return result, tables

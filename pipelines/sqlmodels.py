@@ -53,6 +53,8 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "risk_coverage"),
     ("intermediate", "int_accepted"),
     ("marts", "selective"),
+    ("marts", "evidence"),
+    ("marts", "label_delay"),
     ("marts", "identities"),
     ("marts", "identity_changes"),
     ("marts", "paired"),

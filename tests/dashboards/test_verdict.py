@@ -1,8 +1,8 @@
-"""The verdict rules on crafted marts: one case each of go, wait (with labels needed) and reject."""
+"""The verdict rules on crafted marts: go, wait (with an ETA), reject, maturity and each health check."""
 
 from __future__ import annotations
 
-import math
+import datetime as dt
 from pathlib import Path
 
 import pandas as pd
@@ -11,12 +11,18 @@ import pytest
 from dashboards.config import DEFAULTS, ReviewConfig, load_config
 from dashboards.errors import BadReviewConfig
 from dashboards.evidence import gather
-from dashboards.marts import CANDIDATE, Marts
+from dashboards.health import LABEL_DELAY, LABEL_SHIFT, OVERLAP, SRM
+from dashboards.marts import CANDIDATE, CANDIDATE_NAME, Marts
 from dashboards.policies import Replayed
-from dashboards.verdict import Decision, clopper_pearson, decide
+from dashboards.verdict import ECE, MATURE, NO_REFERENCE, PSI, Decision, Verdict, decide
+from pipelines.confseq import lower_bound
 from pipelines.policy import Policy
+from pipelines.weeks import parse_week, week_label
 
-WEEK, TYPE, CAND = "2026-W48", "routing", "gemma@abcdef123456/Q4_K_M"
+WEEK, TYPE = "2026-W48", "routing"
+CAND = "default gemma/Q4_K_M/cpu/none #abcdef123456"
+OTHER = "challenger gemma/Q8_0/cpu/none #fedcba654321"
+POLICY_SHA = "0123456789ab" + "c" * 52
 
 
 def crafted(
@@ -24,33 +30,88 @@ def crafted(
     labelled: int = 2000,
     accepted_labelled: int = 1000,
     accepted_correct: int = 995,
-    coverage: float = 0.5,
     severe: int = 0,
+    scored: int = 4000,
+    accepted: int = 2000,
     ece_alert: bool = False,
     band: str = "stable",
+    reference_weeks: int = 3,
+    psi: float | None = 0.01,
     p99: float = 120.0,
     cost_usd: float = 0.05,
+    mature: bool = True,
+    policy: str = "none",
+    funnel: dict[str, tuple[int, int, int]] | None = None,
+    paired: int | None = None,
+    confidence: tuple[float, float] = (0.80, 0.79),
+    delay_p99_hours: float = 40.0,
 ) -> Marts:
-    """One decision type, one candidate, one week: only the columns the rules read."""
-    key = {"decision_type": TYPE, "week": WEEK, CANDIDATE: CAND}
+    """One decision type, one candidate (or two with ``funnel``), one week: the columns the rules read."""
+    key = {"decision_type": TYPE, "week": WEEK, CANDIDATE: CAND, "mature": mature}
+    funnel = funnel or {"default": (scored, scored, labelled)}
+    ledger = {
+        **key,
+        "policy": policy,
+        "scored": scored,
+        "accepted": accepted,
+        "labelled": labelled,
+        "unlabelled": scored - labelled,
+        "ledger_accepted_labelled": accepted_labelled,
+        "ledger_accepted_correct": accepted_correct,
+        "ledger_severe_errors": severe,
+        "weeks_covered": 2,
+        "looks": 3,
+        "ledger_first_week": "2026-W46",
+        "counted_through": "2026-W47" if not mature else WEEK,
+        "reset_reason": "first look",
+        "reset_week": "2026-W46",
+        "reset_from": None,
+        "provisional_accepted_labelled": 0,
+        "provisional_accepted_correct": 0,
+        "labelled_confidence_mean": confidence[0],
+        "labelled_confidence_sd": 0.1,
+        "unlabelled_confidence_mean": confidence[1],
+        "unlabelled_confidence_sd": 0.1,
+        "matures_at": "2026-12-03 00:00:00+00:00",
+    }
     frames = {
-        "funnel": pd.DataFrame([{"decision_type": TYPE, "week": WEEK}]),
-        "agreement": pd.DataFrame(
-            [{**key, "scored": 2 * labelled, "labelled": labelled, "severe_errors": severe}]
+        "funnel": pd.DataFrame(
+            [
+                {
+                    "decision_type": TYPE,
+                    "week": WEEK,
+                    CANDIDATE_NAME: name,
+                    "offered": o,
+                    "scored": s,
+                    "labelled": n,
+                }
+                for name, (o, s, n) in funnel.items()
+            ]
         ),
+        "agreement": pd.DataFrame([{**key, "scored": scored, "labelled": labelled, "severe_errors": severe}]),
         "selective": pd.DataFrame(
             [
                 {
                     **key,
-                    "accepted": 2 * accepted_labelled,
-                    "coverage": coverage,
+                    "scored": scored,
+                    "accepted": accepted,
+                    "coverage": 0.5,
                     "accepted_labelled": accepted_labelled,
                     "accepted_correct": accepted_correct,
                 }
             ]
         ),
         "drift": pd.DataFrame(
-            [{**key, "ece_alert": ece_alert, "confidence_psi_band": band, "mix_psi_band": "stable"}]
+            [
+                {
+                    **key,
+                    "ece_alert": ece_alert,
+                    "confidence_psi_band": band,
+                    "mix_psi_band": "stable",
+                    "reference_ece_weeks": reference_weeks,
+                    "confidence_psi": psi,
+                }
+            ]
         ),
         "latency": pd.DataFrame([{"decision_type": TYPE, "week": WEEK, "scorer_p99_ms": p99}]),
         "cost": pd.DataFrame(
@@ -60,7 +121,7 @@ def crafted(
                     "week": WEEK,
                     "model_name": "gemma",
                     "cost_usd": cost_usd,
-                    "accepted": 2 * accepted_labelled,
+                    "accepted": accepted,
                 }
             ]
         ),
@@ -69,9 +130,36 @@ def crafted(
                 {
                     **key,
                     "threshold": 0.9,
-                    "coverage": coverage,
+                    "coverage": 0.5,
                     "accepted": accepted_labelled,
                     "accepted_correct": accepted_correct,
+                }
+            ]
+        ),
+        "evidence": pd.DataFrame([ledger]),
+        "paired": pd.DataFrame(
+            [
+                {
+                    "decision_type": TYPE,
+                    "week": WEEK,
+                    "candidate_a": "challenger",
+                    "candidate_b": "default",
+                    "model_key_a": "*",
+                    "model_key_b": "*",
+                    "paired": paired,
+                }
+            ]
+            if paired is not None
+            else {"decision_type": [], "week": []}
+        ),
+        "label_delay": pd.DataFrame(
+            [
+                {
+                    "decision_type": TYPE,
+                    "week": WEEK,
+                    "source": "api",
+                    "p99_hours": delay_p99_hours,
+                    "maturity_lag_days": 3.0,
                 }
             ]
         ),
@@ -80,68 +168,64 @@ def crafted(
 
 
 def replayed(
-    *,
-    accepted_labelled: int = 1000,
-    accepted_correct: int = 995,
-    coverage: float = 0.5,
-    chosen_on: str = "2026-W47",
+    *, chosen_on: str = "2026-W47", accepted_labelled: int = 1000, accepted_correct: int = 995
 ) -> Replayed:
-    """A policy of the crafted candidate chosen on ``chosen_on``; its replay's counts on the review week."""
+    """A policy of the crafted candidate chosen on ``chosen_on``, with its replay's counts on the week."""
     policy = Policy(TYPE, "default", "ab" * 32, CAND, chosen_on, "2027-01-31", 0.95, 0.05, 100, "review")
     result = {
-        "accepted": 2 * accepted_labelled,
+        "scored": 4000,
+        "accepted": 2000,
         "accepted_labelled": accepted_labelled,
         "accepted_correct": accepted_correct,
-        "coverage": coverage,
+        "coverage": 0.5,
     }
-    return Replayed(policy, WEEK, result)
+    return Replayed(policy, WEEK, result, sha256=POLICY_SHA)
 
 
 IN_SAMPLE = DEFAULTS.model_copy(update={"require_policy": False})
 """The rules with go allowed on the week's own (in-sample) thresholds."""
 
 
-def verdict_of(
-    marts: Marts, config: ReviewConfig = IN_SAMPLE, policy: Replayed | None = None
-) -> tuple[Decision, tuple[str, ...], int]:
+def verdict_of(marts: Marts, config: ReviewConfig = IN_SAMPLE, policy: Replayed | None = None) -> Verdict:
     """Decide the crafted candidate."""
-    v = decide(gather(marts, TYPE, CAND, config.min_coverage, policy), config)
-    return v.decision, v.reasons, v.labels_needed
+    return decide(gather(marts, TYPE, CAND, config.min_coverage, policy), config)
+
+
+def failed(v: Verdict) -> set[str]:
+    """The rules of the failing checks that block."""
+    return {k.rule for k in v.failing}
 
 
 def test_go_when_every_rule_holds() -> None:
-    """995/1000 accepted correct (lower bound 0.988), 50% coverage, no alert, within budgets: go."""
-    decision, reasons, _ = verdict_of(crafted())
-    assert decision is Decision.GO, reasons
-    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed())
-    assert decision is Decision.GO, reasons
+    """995/1000 accepted correct in the ledger (anytime lower bound 0.985), 50% coverage, healthy: go."""
+    v = verdict_of(crafted())
+    assert v.decision is Decision.GO, v.reasons
+    assert (v.binding, v.provisional, v.failing) == (None, False, ())
+    v = verdict_of(crafted(policy=POLICY_SHA[:12]), DEFAULTS, replayed())
+    assert v.decision is Decision.GO, v.reasons
 
 
 def test_by_default_go_needs_an_out_of_sample_policy() -> None:
     """The same week without a policy, or with one chosen on the review week itself, waits by default."""
     for policy in (None, replayed(chosen_on=WEEK)):
-        decision, reasons, _ = verdict_of(crafted(), DEFAULTS, policy)
-        assert decision is Decision.WAIT
-        assert any("out-of-sample policy" in r and "in-sample" in r for r in reasons), reasons
+        marts = crafted(policy="none" if policy is None else POLICY_SHA[:12])
+        v = verdict_of(marts, DEFAULTS, policy)
+        assert v.decision is Decision.WAIT
+        assert v.binding is not None
+        assert v.binding.rule == "out-of-sample policy"
 
 
-def test_the_go_rule_reads_the_policy_replay_not_the_in_sample_numbers() -> None:
-    """In-sample 995/1000 but the policy on the review week 960/1000 (lower bound 0.946 < 0.95): wait.
+def test_the_rules_read_the_ledger_at_the_policy() -> None:
+    """The ledger row of the given policy decides, not the in-sample numbers.
 
-    And the other way round: in-sample 150 accepted (bound under target), the replay's 995/1000: go.
+    A policy the pipelines were not given falls back to this week's replay, and the reasons say so.
     """
-    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed(accepted_correct=960))
-    assert decision is Decision.WAIT
-    assert any(
-        "precision lower bound" in r and "out of sample: policy chosen on 2026-W47" in r for r in reasons
-    )
-    decision, reasons, _ = verdict_of(
-        crafted(accepted_labelled=150, accepted_correct=146), DEFAULTS, replayed()
-    )
-    assert decision is Decision.GO, reasons
-    decision, reasons, _ = verdict_of(crafted(), DEFAULTS, replayed(coverage=0.1))
-    assert decision is Decision.WAIT
-    assert any("coverage above minimum" in r for r in reasons)
+    v = verdict_of(crafted(policy=POLICY_SHA[:12], accepted_correct=960), DEFAULTS, replayed())
+    assert v.decision is Decision.WAIT
+    assert any("precision lower bound" in r and "ledger at policy 0123456789ab" in r for r in v.reasons)
+    v = verdict_of(crafted(policy="none"), DEFAULTS, replayed(accepted_correct=960))
+    assert v.decision is Decision.WAIT
+    assert any("this week's labels only" in r for r in v.reasons), v.reasons
 
 
 @pytest.mark.parametrize(
@@ -149,74 +233,161 @@ def test_the_go_rule_reads_the_policy_replay_not_the_in_sample_numbers() -> None
     [
         ({"ece_alert": True}, "no ECE alert"),
         ({"band": "significant"}, "PSI below blocking band"),
-        ({"coverage": 0.1}, "coverage above minimum"),
+        ({"accepted": 400}, "coverage above minimum"),
         ({"p99": 800.0}, "p99 within budget"),
         ({"cost_usd": 3.0}, "cost within budget"),
+        ({"accepted_correct": 960}, "precision lower bound meets target"),
+        ({"severe": 10}, "severe-error rate within limit"),
     ],
 )
 def test_each_go_rule_alone_turns_go_into_wait(change: dict[str, object], failed_rule: str) -> None:
-    """Breaking one go rule (but no reject rule) waits, naming that rule."""
-    decision, reasons, _ = verdict_of(crafted(**change))  # type: ignore[arg-type]
-    assert decision is Decision.WAIT
-    assert any(failed_rule in r for r in reasons)
+    """Breaking one go rule (but no reject rule) waits, naming that rule and only it."""
+    v = verdict_of(crafted(**change))  # type: ignore[arg-type]
+    assert v.decision is Decision.WAIT
+    assert failed(v) == {failed_rule}
+    assert any(failed_rule in r for r in v.reasons)
 
 
-def test_wait_says_how_many_more_labels_are_needed() -> None:
-    """With 100 labels (min 500) the verdict waits and asks for at least the 400 missing."""
-    decision, reasons, needed = verdict_of(crafted(labelled=100, accepted_labelled=50, accepted_correct=50))
-    assert decision is Decision.WAIT
-    assert needed >= 400
-    assert any("more labelled decisions needed" in r for r in reasons)
+def test_a_drift_check_without_a_reference_cannot_count_towards_go() -> None:
+    """A new identity (no reference week, no PSI) waits: both drift checks say 'no reference yet'."""
+    v = verdict_of(crafted(reference_weeks=0, psi=None))
+    assert v.decision is Decision.WAIT
+    states = {k.rule: k.state for k in v.checks}
+    assert states[ECE] == NO_REFERENCE
+    assert states[PSI] == NO_REFERENCE
+    assert any("no reference yet" in r for r in v.reasons)
 
 
-def test_wait_counts_labels_for_the_precision_bound() -> None:
-    """97% observed on 150 accepted (bound under 0.95): enough labels overall, more to prove precision."""
-    decision, _, needed = verdict_of(crafted(accepted_labelled=150, accepted_correct=146))
-    assert decision is Decision.WAIT
-    assert needed > 0
-    accepted = 150 + math.ceil(needed * 150 / 2000)
-    assert clopper_pearson(math.floor(accepted * 146 / 150), accepted, 0.95)[0] >= 0.95
-    fewer = 150 + math.ceil(needed * 0.8 * 150 / 2000)
-    assert clopper_pearson(math.floor(fewer * 146 / 150), fewer, 0.95)[0] < 0.95
+def test_an_immature_week_never_says_go_and_says_when_it_matures() -> None:
+    """Everything passes but the week's outcomes are not final: wait, provisional, maturity said first."""
+    v = verdict_of(crafted(mature=False))
+    assert v.decision is Decision.WAIT
+    assert v.provisional
+    assert v.matures_at == "2026-12-03 00:00:00+00:00"
+    assert failed(v) == {MATURE}
+    assert v.reasons[0].startswith(
+        "provisional: outcomes of 2026-W48 not final yet (it matures at 2026-12-03"
+    )
+
+
+def test_an_immature_week_can_still_be_rejected_on_a_hard_limit() -> None:
+    """Provisional and the scorer's p99 over the hard limit: reject, and the maturity is still said."""
+    v = verdict_of(crafted(mature=False, p99=5000.0))
+    assert v.decision is Decision.REJECT
+    assert v.binding is not None
+    assert v.binding.rule == "p99 within hard budget"
+    assert any(r.startswith("provisional:") for r in v.reasons)
 
 
 @pytest.mark.parametrize(
     ("change", "failed_rule"),
     [
-        ({"severe": 100}, "severe-error rate within limit"),
-        ({"accepted_correct": 800}, "precision can reach target at minimum coverage"),
+        ({"severe": 40}, "severe-error rate not above limit"),
+        ({"accepted_correct": 800}, "precision can reach target at the policy"),
         ({"p99": 5000.0}, "p99 within hard budget"),
         ({"cost_usd": 50.0}, "cost within hard budget"),
     ],
 )
 def test_reject_rules(change: dict[str, object], failed_rule: str) -> None:
-    """Severe errors over the limit, precision upper bound under target, a hard budget broken: reject."""
-    decision, reasons, _ = verdict_of(crafted(**change))  # type: ignore[arg-type]
-    assert decision is Decision.REJECT
-    assert any(failed_rule in r for r in reasons)
+    """Severe-error lower bound over the limit, precision upper bound under target, a hard budget: reject."""
+    v = verdict_of(crafted(**change))  # type: ignore[arg-type]
+    assert v.decision is Decision.REJECT
+    assert v.binding is not None
+    assert v.binding.rule == failed_rule
+    assert v.reasons[0].startswith(f"failed: {failed_rule}")
 
 
 def test_no_statistical_reject_without_enough_labels() -> None:
-    """A bad precision on 100 labels waits rather than rejects."""
-    decision, _, _ = verdict_of(crafted(labelled=100, accepted_labelled=50, accepted_correct=30))
-    assert decision is Decision.WAIT
+    """A bad precision on 100 labelled accepted decisions waits rather than rejects."""
+    assert verdict_of(crafted(accepted_labelled=100, accepted_correct=60)).decision is Decision.WAIT
+
+
+def test_the_eta_counts_labels_for_the_bound_at_80_percent_power() -> None:
+    """97% on 400 labelled accepted (bound under 0.95): the ETA's labels clear 0.95 at 0.97.
+
+    And the week they arrive in at 200 a week (400 over two covered weeks).
+    """
+    v = verdict_of(crafted(accepted_labelled=400, accepted_correct=388))
+    assert v.decision is Decision.WAIT
+    assert v.eta is not None
+    assert v.eta.labels_needed == v.labels_needed > 100
+    total = 400 + v.eta.labels_needed
+    assert lower_bound(0.97 * total, total, 0.025) >= 0.95
+    assert v.eta.per_week == 200
+    weeks = -(-v.eta.labels_needed // 200)
+    assert v.eta.week == week_label(parse_week(WEEK) + dt.timedelta(weeks=weeks))
+    assert any("80% power" in r for r in v.reasons)
+    v = verdict_of(crafted(accepted_labelled=1000, accepted_correct=940))
+    assert v.eta is not None
+    assert v.eta.labels_needed == -1
+
+
+def test_sample_ratio_mismatch_names_the_check() -> None:
+    """Against a configured 50% sampling, 1,800 of 4,000 scored (p ~ 1e-10) fails.
+
+    Two candidates scoring 4,000 and 3,600 of 4,000 fail against each other without a configured rate.
+    """
+    config = IN_SAMPLE.model_copy(update={"sampling_rates": {TYPE: 0.5}})
+    v = verdict_of(crafted(funnel={"default": (4000, 1800, 2000)}), config)
+    assert v.decision is Decision.WAIT
+    assert failed(v) == {SRM}
+    assert any(r.startswith(f"failed: {SRM}") for r in v.reasons)
+    assert verdict_of(crafted(funnel={"default": (4000, 2010, 2000)}), config).decision is Decision.GO
+    two = {"default": (4000, 4000, 2000), "challenger": (4000, 3600, 2000)}
+    v = verdict_of(crafted(funnel=two, paired=2000))
+    assert failed(v) == {SRM}
+
+
+def test_low_overlap_between_candidates_names_the_check() -> None:
+    """Two candidates whose paired decisions are 40% of the labelled: the overlap check fails alone."""
+    two = {"default": (4000, 4000, 2000), "challenger": (4000, 4000, 2000)}
+    v = verdict_of(crafted(funnel=two, paired=800))
+    assert v.decision is Decision.WAIT
+    assert failed(v) == {OVERLAP}
+    assert verdict_of(crafted(funnel=two, paired=1950)).decision is Decision.GO
+
+
+def test_labels_skewed_to_confident_decisions_name_the_check() -> None:
+    """Labelled confidence 0.90 vs unlabelled 0.80 (sd 0.1: d = 1.0) fails; 0.81 vs 0.80 (d = 0.1) passes."""
+    v = verdict_of(crafted(confidence=(0.90, 0.80)))
+    assert v.decision is Decision.WAIT
+    assert failed(v) == {LABEL_SHIFT}
+    assert any("standardized difference +1.00" in r for r in v.reasons)
+    assert verdict_of(crafted(confidence=(0.81, 0.80))).decision is Decision.GO
+
+
+def test_a_maturity_lag_under_the_observed_p99_delay_warns_without_blocking() -> None:
+    """p99 outcome delay 5 days against a 3-day lag: go still, with a warning naming the recommended lag."""
+    v = verdict_of(crafted(delay_p99_hours=120.0))
+    assert v.decision is Decision.GO
+    assert [k.rule for k in v.warnings] == [LABEL_DELAY]
+    assert any(r.startswith("warning: ") and "recommended lag 5 days" in r for r in v.reasons)
+
+
+def test_extra_gates_block_go_and_are_named() -> None:
+    """A gate another module adds (a non-inferiority check, say) fails: wait, binding on that gate."""
+    from dashboards.verdict import Check  # noqa: PLC0415
+
+    gate = Check("correctness not inferior", passed=False, detail="audited 0.91 vs 0.95")
+    v = decide(gather(crafted(), TYPE, CAND, 0.2), IN_SAMPLE, gates=[gate])
+    assert v.decision is Decision.WAIT
+    assert v.binding == gate
 
 
 def test_the_config_file_overrides_defaults_and_rejects_unknown_keys(tmp_path: Path) -> None:
     """Missing keys take their defaults; a typo is one clear error."""
     path = tmp_path / "review.yaml"
-    path.write_text("precision_target: 0.9\nmin_labelled: 100\n", encoding="utf-8")
+    path.write_text(
+        "precision_target: 0.9\nmin_labelled: 100\nsampling_rates: {routing: 0.5}\n", encoding="utf-8"
+    )
     config = load_config(path)
-    assert config == replace_model(DEFAULTS, precision_target=0.9, min_labelled=100)
+    assert config == DEFAULTS.model_copy(
+        update={"precision_target": 0.9, "min_labelled": 100, "sampling_rates": {"routing": 0.5}}
+    )
     path.write_text("precison_target: 0.9\n", encoding="utf-8")
     with pytest.raises(BadReviewConfig, match="precison_target"):
         load_config(path)
     assert load_config(None) == DEFAULTS
-
-
-def replace_model(config: ReviewConfig, **changes: object) -> ReviewConfig:
-    """A copy of ``config`` with ``changes``."""
-    return config.model_copy(update=changes)
 
 
 def test_shipped_example_config_validates() -> None:

@@ -1,0 +1,184 @@
+"""The evidence ledger across weekly runs, and the label_delay mart beside it.
+
+The ledger accumulates mature weeks only, survives reruns, and resets (saying why) when the model identity
+or the policy changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import synth
+from pipelines.generate import Plan, generate
+from pipelines.policy import Policy
+from pipelines.settings import PipelineSettings
+from pipelines.storage import open_root
+from pipelines.weeks import as_utc, parse_week
+from tests.pipelines.conftest import run_window
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PLAN = Plan(
+    decisions=30_000,
+    weeks=4,
+    drift_week=None,
+    seed=3,
+    knobs=synth.Knobs(identity_change=synth.IdentityChange(week=2)),
+)
+"""2026-W44..W47; ``default``'s KV type changes on W46's Thursday (a new identity from then on)."""
+LATE = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated records."""
+    folder = tmp_path_factory.mktemp("ledger_records")
+    generate(open_root(str(folder)), PLAN)
+    return folder
+
+
+def read(out: Path, mart: str, week: str) -> list[dict[str, Any]]:
+    """One written week of a mart."""
+    table: list[dict[str, Any]] = pq.read_table(out / mart / f"week={week}" / "part-0.parquet").to_pylist()
+    return table
+
+
+def rows(out: Path, week: str, policy: str = "none") -> dict[tuple[str, str], dict[str, Any]]:
+    """The written evidence rows of one week and policy, by (decision type, model key)."""
+    table = read(out, "evidence", week)
+    return {(r["decision_type"], r["model_key"]): r for r in table if r["policy"] == policy}
+
+
+def run(root: Path, out: Path, week: str, as_of: dt.datetime = LATE, **settings: Any) -> None:
+    """One weekly pipelines run written under ``out``."""
+    run_window(
+        root, out, first=week, last=week, as_of=as_of, settings=PipelineSettings(**settings)
+    ).con.close()
+
+
+def accept_all(out: Path, key: tuple[str, str], tmp: Path, name: str, grid_index: int = 0) -> Path:
+    """A policy file accepting every option of ``key`` at ``grid_index`` (options: the thresholds mart)."""
+    table = read(out, "thresholds", "2026-W45")
+    options = sorted({r["option_id"] for r in table if (r["decision_type"], r["model_key"]) == key})
+    policy = Policy(
+        key[0],
+        "default",
+        "0" * 64,
+        key[1],
+        "2026-W44",
+        "2027-01-31",
+        0.95,
+        0.05,
+        100,
+        "review",
+        [{"option_id": o, "grid_index": grid_index} for o in options],
+    )
+    path = tmp / f"{name}.json"
+    path.write_text(policy.dumps())
+    return path
+
+
+def test_weekly_runs_accumulate_the_mature_weeks_as_one_run_does(root: Path, tmp_path: Path) -> None:
+    """W45, W46, W47 run one by one give the same ledger as one run over W45..W47.
+
+    Each week's ledger is the previous one plus that week (W44, a reference week of the first run, once).
+    """
+    weekly, batch = tmp_path / "weekly", tmp_path / "batch"
+    for week in ("2026-W45", "2026-W46", "2026-W47"):
+        run(root, weekly, week)
+    run_window(root, batch, first="2026-W45", last="2026-W47", as_of=LATE).con.close()
+    last = rows(weekly, "2026-W47")
+    assert last
+    for key, row in last.items():
+        assert row == rows(batch, "2026-W47")[key]
+    for key, row in last.items():
+        before = rows(weekly, "2026-W46").get(key)
+        if before is None:
+            continue
+        assert (
+            row["ledger_accepted_labelled"] == before["ledger_accepted_labelled"] + row["accepted_labelled"]
+        )
+        assert row["ledger_accepted_correct"] == before["ledger_accepted_correct"] + row["accepted_correct"]
+        assert row["looks"] == before["looks"] + 1
+        assert row["counted_through"] == "2026-W47"
+    assert any(r["ledger_accepted_labelled"] > 0 for r in last.values())
+
+
+def test_a_week_counts_only_once_it_is_mature_and_reruns_change_nothing(root: Path, tmp_path: Path) -> None:
+    """W46 run (twice) before it matures: its labels are provisional, not in the ledger.
+
+    W47 run later takes W46 in once, as runs that saw W46 mature do (policies accepting every option, so
+    that the counts are large).
+    """
+    early = as_utc(parse_week("2026-W47")) + dt.timedelta(days=2, hours=23)  # W46 matures on day 3
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    run(root, out, "2026-W45")
+    keys = {(r["decision_type"], r["model_key"]) for r in read(out, "thresholds", "2026-W45")}
+    policies = [accept_all(out, k, tmp_path, f"p{i}") for i, k in enumerate(sorted(keys)) if k[1] != "*"]
+    run(root, out, "2026-W45", policies=policies)
+    for _ in range(2):
+        run(root, out, "2026-W46", as_of=early, policies=policies)
+    provisional = [r for r in read(out, "evidence", "2026-W46") if r["policy"] != "none"]
+    assert all(not r["mature"] and r["counted_through"] == "2026-W45" for r in provisional)
+    assert sum(r["provisional_accepted_labelled"] for r in provisional) > 100
+    w45 = {(r["model_key"], r["policy"]): r for r in read(out, "evidence", "2026-W45")}
+    for r in provisional:
+        before = w45.get((r["model_key"], r["policy"]), {"ledger_accepted_labelled": 0})
+        assert r["ledger_accepted_labelled"] == before["ledger_accepted_labelled"]
+    run(root, out, "2026-W47", policies=policies)
+    for week in ("2026-W45", "2026-W46", "2026-W47"):
+        run(root, reference, week, policies=policies)
+    counts = ("ledger_accepted_labelled", "ledger_accepted_correct", "ledger_severe_errors", "weeks_covered")
+    mine = read(out, "evidence", "2026-W47")
+    theirs = read(reference, "evidence", "2026-W47")
+    assert [{c: r[c] for c in counts} for r in mine] == [{c: r[c] for c in counts} for r in theirs]
+    assert sum(r["ledger_accepted_labelled"] for r in mine) > sum(r["accepted_labelled"] for r in mine)
+
+
+def test_a_new_identity_and_a_new_policy_reset_the_ledger_and_say_why(root: Path, tmp_path: Path) -> None:
+    """The KV type change in W46 opens a ledger for the new key ('new model identity', from the old key).
+
+    Swapping a key's policy file opens one for the new policy ('policy changed', from the old policy).
+    """
+    out = tmp_path / "out"
+    run(root, out, "2026-W45")
+    w45 = rows(out, "2026-W45")
+    run(root, out, "2026-W46")
+    w46 = rows(out, "2026-W46")
+    new = [r for k, r in w46.items() if k not in w45]
+    assert new
+    assert {r["reset_reason"] for r in new} == {"new model identity"}
+    assert all(r["reset_from"] in {k[1] for k in w45} for r in new)
+    assert all(r["reset_week"] == "2026-W46" for r in new)
+    assert all(r["reset_reason"] == "first look" for r in w46.values() if r not in new)
+
+    key = next(k for k, r in w45.items() if r["accepted_labelled"] == 0)
+    first = accept_all(out, key, tmp_path, "first")
+    second = accept_all(out, key, tmp_path, "second", grid_index=50)
+    run(root, out, "2026-W45", policies=[first])
+    (first_key,) = {r["policy"] for r in read(out, "evidence", "2026-W45")} - {"none"}
+    assert rows(out, "2026-W45", first_key)[key]["ledger_accepted_labelled"] > 0
+    run(root, out, "2026-W46", policies=[second])
+    keys = {r["policy"] for r in read(out, "evidence", "2026-W46")} - {"none", first_key}
+    (second_key,) = keys
+    row = rows(out, "2026-W46", second_key)[key]
+    assert (row["reset_reason"], row["reset_from"]) == ("policy changed", first_key)
+    assert rows(out, "2026-W46", first_key)[key]["looks"] == 2  # the old ledger is carried, not lost
+
+
+def test_label_delay_gives_quantiles_per_source_and_the_configured_lag(root: Path, tmp_path: Path) -> None:
+    """p50 <= p90 <= p99 hours per type, week and source, positive, beside the configured 3-day lag."""
+    out = tmp_path / "out"
+    run(root, out, "2026-W46")
+    table = read(out, "label_delay", "2026-W46")
+    assert table
+    for r in table:
+        assert 0 <= r["p50_hours"] <= r["p90_hours"] <= r["p99_hours"]
+        assert r["maturity_lag_days"] == 3.0
+        assert r["recommended_lag_days"] * 24 >= r["p99_hours"]
+        assert r["outcomes"] > 0
