@@ -6,9 +6,14 @@ swapped, raw bytes, nesting thousands deep), content types, encodings and header
 in gzip or deflate (whole, cut short, or bombs that decode past the cap); `check_answer`
 states the property: never a 5xx, and every 4xx is the JSON error naming a field.
 
-``FUZZ_EXAMPLES`` sets the examples per endpoint (default `DEFAULT_EXAMPLES`, the same ones each run,
-seconds in CI); a long run, new examples each time, is
-``FUZZ_EXAMPLES=1000 .venv/bin/pytest tests/scorer/test_server_fuzz.py tests/shadow/test_api_fuzz.py``.
+Each endpoint gets its own run of ``FUZZ_EXAMPLES`` examples (default `DEFAULT_EXAMPLES`) from the seed
+``FUZZ_SEED`` (default `DEFAULT_SEED`: the same examples every run in CI); `fuzz` prints the seed, and a
+failure names it with the command line that replays it. Before the generated ones, `encoding_probes`
+sends one valid body in every content encoding of `ENCODINGS` to each endpoint. A long run, new
+examples each time (a random seed, printed with ``-s`` and on failure), is::
+
+    FUZZ_EXAMPLES=1000 FUZZ_SEED=random .venv/bin/pytest -s tests/scorer/test_server_fuzz.py
+    FUZZ_EXAMPLES=1000 FUZZ_SEED=random .venv/bin/pytest -s tests/shadow/test_api_fuzz.py
 """
 
 from __future__ import annotations
@@ -19,33 +24,61 @@ import gzip
 import http.client
 import json
 import os
+import random
 import threading
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-DEFAULT_EXAMPLES = 30
+DEFAULT_EXAMPLES = 200
+"""Examples per endpoint in the suite."""
+DEFAULT_SEED = 20261204
+"""The suite's seed: CI meets the same examples every run, never a new case by chance."""
+ENCODINGS = ("identity", "gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-bogus",
+             "gzip, identity", "identity, gzip", "GZIP", "")
+"""Every ``Content-Encoding`` the probes send: those the edges decode, and those they must refuse."""
 ANSWER_TIMEOUT_S = 30.0
 _TOKEN_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E)
 
 
-def fuzz_settings() -> settings:
-    """Hypothesis settings: no deadline, no example database on disk.
+def fuzz_examples() -> int:
+    """Examples per endpoint: ``FUZZ_EXAMPLES``, else `DEFAULT_EXAMPLES`."""
+    return int(os.environ.get("FUZZ_EXAMPLES") or DEFAULT_EXAMPLES)
 
-    By default `DEFAULT_EXAMPLES` examples, the same ones every run (derandomized: CI never meets a new
-    case by chance); with ``FUZZ_EXAMPLES`` set, that many examples, new ones each run.
-    """
-    examples = os.environ.get("FUZZ_EXAMPLES")
-    return settings(max_examples=int(examples or DEFAULT_EXAMPLES), derandomize=examples is None,
-                    deadline=None, database=None,
+
+def fuzz_seed() -> int:
+    """``FUZZ_SEED`` (``random``: a new one), else `DEFAULT_SEED`."""
+    value = os.environ.get("FUZZ_SEED") or str(DEFAULT_SEED)
+    return random.SystemRandom().randrange(2**32) if value == "random" else int(value)
+
+
+def fuzz_settings() -> settings:
+    """Hypothesis settings: `fuzz_examples` examples, no deadline, no example database on disk."""
+    return settings(max_examples=fuzz_examples(), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def fuzz(test: Callable[..., None], name: str) -> None:
+    """Run the ``@given`` function ``test`` from `fuzz_seed` under `fuzz_settings`, naming the seed.
+
+    The seed and the example count are printed before the run and added to any failure, with the
+    environment that replays it.
+    """
+    chosen, examples = fuzz_seed(), fuzz_examples()
+    replay = f"FUZZ_SEED={chosen} FUZZ_EXAMPLES={examples}"
+    print(f"fuzz {name}: {examples} examples, seed {chosen} ({replay})")  # noqa: T201  (shown on failure)
+    try:
+        seed(chosen)(fuzz_settings()(test))()
+    except Exception as exc:
+        exc.add_note(f"fuzz {name}: seed {chosen}; replay with {replay}")
+        raise
 
 
 @dataclass(frozen=True)
@@ -135,8 +168,7 @@ def headers() -> st.SearchStrategy[dict[str, str]]:
                                     "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
                                     "application/json; charset=latin-1", "", ";;;", "*/*"]) | text
     optional = st.fixed_dictionaries({}, optional={
-        "Content-Encoding": st.sampled_from(["br", "identity", "zstd", "x-bogus", "gzip", "deflate",
-                                             "gzip, identity", "identity, gzip"]),
+        "Content-Encoding": st.sampled_from(ENCODINGS),
         "Authorization": st.sampled_from(["Bearer secret-token", "Bearer wrong", "Basic eA=="]) | text,
         "Accept": st.sampled_from(["application/json", "text/event-stream", "*/*"]) | text,
         "X-Amzn-SageMaker-Custom-Attributes": text,
@@ -169,6 +201,26 @@ def compressed(paths: list[str], valid: list[dict[str, Any]]) -> st.SearchStrate
     return st.builds(
         lambda path, data, hdrs, name: Probe(path, data, {**hdrs, "Content-Encoding": name}),
         st.sampled_from(paths), body, headers(), st.sampled_from(["gzip", "deflate", "x-gzip"]))
+
+
+def encoding_probes(path: str, valid: dict[str, Any]) -> list[Probe]:
+    """``valid`` to ``path`` once in every content encoding of `ENCODINGS`, then cut short and as a bomb.
+
+    Encodings the edges decode get a body really in them (raw deflate too, labelled ``deflate``); the
+    others carry the plain JSON under that label (a body not in the encoding it claims).
+    """
+    plain = json.dumps(valid).encode()
+    hdrs = {"Content-Type": "application/json"}
+    probes = []
+    for name in ENCODINGS:
+        coding = name.lower() if name.lower() in ("gzip", "deflate") else "gzip" if name == "x-gzip" else None
+        body = plain if coding is None else _encode(coding, plain, None)
+        probes.append(Probe(path, body, {**hdrs, "Content-Encoding": name}))
+    for coding in ("gzip", "deflate"):
+        probes.append(Probe(path, _encode(coding, plain, 12), {**hdrs, "Content-Encoding": coding}))
+        probes.append(Probe(path, _bomb(coding, 16 << 20), {**hdrs, "Content-Encoding": coding}))
+    probes.append(Probe(path, _encode("raw-deflate", plain, None), {**hdrs, "Content-Encoding": "deflate"}))
+    return probes
 
 
 def requests_for(paths: list[str], valid: list[dict[str, Any]]) -> st.SearchStrategy[Probe]:
