@@ -135,7 +135,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("root", type=Path, help="a records folder made by bench/pipelines.py")
-    parser.add_argument("--baseline", default="7c97460", help="git revision of tree A (default 7c97460)")
+    parser.add_argument("--baseline", help="git revision of tree A (or --baseline-tree)")
     parser.add_argument("--baseline-tree", type=Path, help="an existing checkout to use as tree A instead")
     parser.add_argument("--pairs", type=int, default=12, help="pairs to run (default 12)")
     parser.add_argument("--reference-seconds", type=float,
@@ -145,6 +145,8 @@ def main() -> None:
         parser.error(f"{args.root} has no proposals/ folder: generate it with bench/pipelines.py")
     if args.pairs < 2:
         parser.error("--pairs must be at least 2")
+    if not (args.baseline or args.baseline_tree):
+        parser.error("name tree A: --baseline REV or --baseline-tree DIR")
 
     tree = contextlib.nullcontext(args.baseline_tree) if args.baseline_tree else baseline_tree(args.baseline)
     with tree as baseline:
