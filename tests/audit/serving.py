@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 CLI = str(Path(sys.executable).with_name("semif-shadow"))
 
 
-def start(root: Path, catalog: Path, spool: Path) -> tuple[subprocess.Popen[str], str]:
-    """Start the workbench; ``(process, base URL)`` once it prints the URL it listens on."""
+def start(root: Path, catalog: Path, spool: Path,
+          iso_week: str = week.WEEK) -> tuple[subprocess.Popen[str], str]:
+    """Start the workbench on ``iso_week``; ``(process, base URL)`` once it prints the URL it listens on."""
     env = {**os.environ, week.TOKEN_ENV: week.TOKEN}
     proc = subprocess.Popen(  # noqa: S603  (the project's own command)
-        [CLI, "audit", "serve", "--root", str(root), "--week", week.WEEK, "--catalog", str(catalog),
+        [CLI, "audit", "serve", "--root", str(root), "--week", iso_week, "--catalog", str(catalog),
          "--spool", str(spool), "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
@@ -48,9 +49,9 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> int:
 
 
 @contextlib.contextmanager
-def running(root: Path, catalog: Path, spool: Path) -> Iterator[str]:
+def running(root: Path, catalog: Path, spool: Path, iso_week: str = week.WEEK) -> Iterator[str]:
     """The workbench's base URL while it runs; stopped with SIGTERM (its store closes) on exit."""
-    proc, url = start(root, catalog, spool)
+    proc, url = start(root, catalog, spool, iso_week)
     try:
         yield url
     finally:

@@ -100,12 +100,13 @@ async def write_records(root: Path, spool: Path, items: list[Decision]) -> None:
                                  "source": "api", "in_options": True})
 
 
-def write_sample(root: Path, ids: list[str], double: set[str] | None = None) -> Path:
+def write_sample(root: Path, ids: list[str], double: set[str] | None = None, iso_week: str = WEEK,
+                 decision_type: str = TYPE) -> Path:
     """The week's audit sample file (``audit sample``'s layout), one stratum, equal probabilities."""
-    path = root / sample_path(WEEK, TYPE)
+    path = root / sample_path(iso_week, decision_type)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.table({"sample_id": [SAMPLE_ID] * len(ids), "decision_id": ids,
-                      "decision_type": [TYPE] * len(ids), "week": [WEEK] * len(ids),
+                      "decision_type": [decision_type] * len(ids), "week": [iso_week] * len(ids),
                       "stratum": ["agree"] * len(ids), "inclusion_probability": [0.5] * len(ids),
                       "double_audit": [i in (double or set()) for i in ids]})
     pq.write_table(table, path)
