@@ -82,7 +82,12 @@ def decisions(n: int, seed: int = 3, subject: str | None = None) -> list[Decisio
 
 async def write_records(root: Path, spool: Path, items: list[Decision]) -> None:
     """Proposals (every candidate) and production outcomes, through the sidecar's record store."""
-    settings = RecordSettings(root=str(root), spool_dir=spool, writer_id="sidecar-test")
+    await write_records_to(str(root), spool, items)
+
+
+async def write_records_to(root: str, spool: Path, items: list[Decision]) -> None:
+    """``write_records`` under a folder or an ``s3://`` root (S3 settings from the environment)."""
+    settings = RecordSettings(root=root, spool_dir=spool, writer_id="sidecar-test")
     ids = [o for o, _ in OPTIONS]
     async with RecordStore(settings) as store:
         for i, item in enumerate(items):
@@ -105,12 +110,17 @@ def write_sample(root: Path, ids: list[str], double: set[str] | None = None, iso
     """The week's audit sample file (``audit sample``'s layout), one stratum, equal probabilities."""
     path = root / sample_path(iso_week, decision_type)
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.table({"sample_id": [SAMPLE_ID] * len(ids), "decision_id": ids,
-                      "decision_type": [decision_type] * len(ids), "week": [iso_week] * len(ids),
-                      "stratum": ["agree"] * len(ids), "inclusion_probability": [0.5] * len(ids),
-                      "double_audit": [i in (double or set()) for i in ids]})
-    pq.write_table(table, path)
+    pq.write_table(sample_table(ids, double, iso_week, decision_type), path)
     return path
+
+
+def sample_table(ids: list[str], double: set[str] | None = None, iso_week: str = WEEK,
+                 decision_type: str = TYPE) -> pa.Table:
+    """The rows of a sample file (``contracts.audit_samples``): one stratum, equal probabilities."""
+    return pa.table({"sample_id": [SAMPLE_ID] * len(ids), "decision_id": ids,
+                     "decision_type": [decision_type] * len(ids), "week": [iso_week] * len(ids),
+                     "stratum": ["agree"] * len(ids), "inclusion_probability": [0.5] * len(ids),
+                     "double_audit": [i in (double or set()) for i in ids]})
 
 
 async def build(tmp: Path, n: int, **kwargs: Any) -> tuple[Path, Path, list[Decision]]:

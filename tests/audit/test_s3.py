@@ -1,0 +1,64 @@
+"""The workbench over an ``s3://`` records root (moto's S3 server on loopback): sample in, answer up."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import TYPE_CHECKING
+
+import boto3
+import pyarrow.parquet as pq
+import pytest
+
+from audit.workbench.app import init_app
+from contracts.audit_samples import sample_path
+from contracts.records import SOURCE_AUDIT
+from shadow.records.layout import open_dataset
+from tests.audit import week
+from tests.audit.conftest import settings_for
+from tests.audit.test_workbench import sign_in
+from tests.shadow.records.conftest import MotoServer, free_port
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from tests.typing import ClientFactory
+
+
+@pytest.fixture
+def moto_s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An S3 bucket on a moto server; the records' S3 variables point at it. Yields the records root."""
+    server = MotoServer(free_port(), tmp_path / "moto.log")
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+                       "SHADOW_RECORDS_S3_ENDPOINT_URL": f"http://127.0.0.1:{server.port}",
+                       "SHADOW_RECORDS_S3_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    server.start()
+    try:
+        boto3.client("s3", endpoint_url=server.endpoint).create_bucket(Bucket="audits")
+        yield "s3://audits/records"
+    finally:
+        server.stop()
+
+
+async def test_over_s3_the_sample_is_read_and_the_answer_uploaded(
+        tmp_path: Path, moto_s3: str, aiohttp_client: ClientFactory) -> None:
+    """Records and sample in S3; an answer from the page is an audit row in S3 after the store closes."""
+    await week.write_records_to(moto_s3, tmp_path / "sidecar-spool", week.decisions(4))
+    sample = io.BytesIO()
+    pq.write_table(week.sample_table(["d0000", "d0001", "d0002", "d0003"]), sample)
+    boto3.client("s3", endpoint_url=os.environ["SHADOW_RECORDS_S3_ENDPOINT_URL"]).put_object(
+        Bucket="audits", Key=f"records/{sample_path(week.WEEK, week.TYPE)}", Body=sample.getvalue())
+    settings = settings_for(tmp_path, tmp_path, week.catalog(tmp_path / "catalog.yaml")).model_copy(
+        update={"root": moto_s3})
+    client = await aiohttp_client(init_app(settings, {week.TOKEN_ENV: week.TOKEN}))
+    fields = await sign_in(client)
+    answer = await client.post("/answers", data={**fields, "answer": "account"})
+    assert answer.status == 200
+    await client.close()
+    rows = open_dataset(settings.records(), "outcomes").to_table().to_pylist()
+    audits = [(r["decision_id"], r["outcome"]) for r in rows if r["source"] == SOURCE_AUDIT]
+    assert audits == [(fields["decision_id"], "account")]
+    assert not list((tmp_path / "audit-spool" / "staging").rglob("*.parquet"))  # uploaded, none left
