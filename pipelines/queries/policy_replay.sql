@@ -1,6 +1,7 @@
 -- What a policy would have done on one week: the decisions of its decision type scored under its model key,
 -- each accepted when its proposal has a threshold and floor(confidence x grid) >= the threshold's grid index
--- (the `thresholds` rule), else sent to the abstain action. Reads `cfg_policy` (option_id, grid_index),
+-- (the `thresholds` rule) and its probabilities are not one-hot (as `int_accepted` and the `evidence` mart
+-- count: a one-hot confidence is always 1), else sent to the abstain action. Reads `cfg_policy` (option_id, grid_index),
 -- `int_decisions`, `int_segments`, `int_segment_weeks` and the prices, after a run over that week.
 -- Parameters: $decision_type, $week, $model_key. Cost: the key's scoring that week (priced as in `cost`)
 -- per accepted decision. Severe errors: accepted, labelled, wrong, proposing a high-consequence option.
@@ -15,7 +16,8 @@ segments as (
 decisions as (
     select
         decisions.labelled, decisions.correct, segments.option_ids[decisions.proposal_pos] as proposal,
-        floor(decisions.confidence * params.grid)::int >= policy.grid_index as accepted
+        not decisions.one_hot
+            and coalesce(floor(decisions.confidence * params.grid)::int >= policy.grid_index, false) as accepted
     from int_decisions as decisions
     join segments using (segment)
     cross join params

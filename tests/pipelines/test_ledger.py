@@ -14,11 +14,12 @@ import pytest
 
 from pipelines import synth
 from pipelines.generate import Plan, generate
-from pipelines.policy import Policy
+from pipelines.policy import Policy, load_policy, replay
 from pipelines.settings import PipelineSettings
 from pipelines.storage import open_root
 from pipelines.weeks import as_utc, parse_week
 from tests.pipelines.conftest import run_window
+from tests.pipelines.one_hot import add_one_hot_rows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,16 +62,19 @@ def run(root: Path, out: Path, week: str, as_of: dt.datetime = LATE, **settings:
     ).con.close()
 
 
-def accept_all(out: Path, key: tuple[str, str], tmp: Path, name: str, grid_index: int = 0) -> Path:
-    """A policy file accepting every option of ``key`` at ``grid_index`` (options: the thresholds mart)."""
-    table = read(out, "thresholds", "2026-W45")
+def accept_all(
+    out: Path, key: tuple[str, str], tmp: Path, name: str, grid_index: int = 0, week: str = "2026-W45"
+) -> Path:
+    """A policy file accepting every option of ``key`` at ``grid_index`` (options: ``week``'s thresholds)."""
+    table = read(out, "thresholds", week)
     options = sorted({r["option_id"] for r in table if (r["decision_type"], r["model_key"]) == key})
+    (identity,) = [r for r in read(out, "identities", week) if (r["decision_type"], r["model_key"]) == key]
     policy = Policy(
         key[0],
-        "default",
-        "0" * 64,
+        identity["candidate"],
+        identity["model_identity_sha256"],
         key[1],
-        "2026-W44",
+        week,
         "2027-01-31",
         0.95,
         0.05,
@@ -182,3 +186,44 @@ def test_label_delay_gives_quantiles_per_source_and_the_configured_lag(root: Pat
         assert r["maturity_lag_days"] == 3.0
         assert r["recommended_lag_days"] * 24 >= r["p99_hours"]
         assert r["outcomes"] > 0
+
+
+def test_the_replay_and_the_evidence_mart_count_a_policy_alike_one_hot_rows_never_accepted(
+    tmp_path: Path,
+) -> None:
+    """One-hot chat rows beside generated ones, a policy accepting every option from grid index 0.
+
+    The week's replay and the evidence mart give the same scored, accepted, labelled, correct and severe
+    counts, and neither accepts a one-hot row.
+    """
+    root = tmp_path / "records"
+    generate(open_root(str(root)), Plan(decisions=4000, weeks=1, drift_week=None, seed=8))
+    add_one_hot_rows(root)
+    out = tmp_path / "out"
+    week = "2026-W44"
+    run(root, out, week)
+    busiest = max(
+        (r for r in read(out, "evidence", week) if r["candidate"] == "default"), key=lambda r: r["scored"]
+    )
+    path = accept_all(out, (busiest["decision_type"], busiest["model_key"]), tmp_path, "all", week=week)
+    policy = load_policy(path)
+    computed = run_window(
+        root, out, first=week, last=week, as_of=LATE, settings=PipelineSettings(policies=[path])
+    )
+    try:
+        replayed = replay(computed.con, policy, week)
+        one_hot = computed.con.execute(
+            "select count(*) from int_decisions join int_segments using (segment) "
+            "where one_hot and int_decisions.is_scored and model_key = $k and decision_type = $t",
+            {"k": policy.model_key, "t": policy.decision_type},
+        ).fetchone()
+    finally:
+        computed.con.close()
+    assert one_hot is not None
+    assert one_hot[0] > 0
+    (row,) = [
+        r for r in read(out, "evidence", week) if r["policy"] != "none" and r["model_key"] == policy.model_key
+    ]
+    for count in ("scored", "accepted", "accepted_labelled", "accepted_correct", "severe_errors"):
+        assert replayed[count] == row[count], count
+    assert row["accepted"] == row["scored"] - one_hot[0]
