@@ -90,6 +90,18 @@ class Tab:
         self.tools.call("Input.dispatchKeyEvent", type="keyUp", **common)
         self._wait_load()
 
+    def type_text(self, text: str) -> None:
+        """Type ``text`` into the focused element, key by key (no page load expected)."""
+        for char in text:
+            self.tools.call("Input.dispatchKeyEvent", type="keyDown", key=char, text=char)
+            self.tools.call("Input.dispatchKeyEvent", type="keyUp", key=char)
+
+    def escape(self) -> None:
+        """Press Escape (no page load expected)."""
+        for kind in ("keyDown", "keyUp"):
+            self.tools.call("Input.dispatchKeyEvent", type=kind, key="Escape", code="Escape",
+                            windowsVirtualKeyCode=27)
+
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression on the page."""
         answer = self.tools.call("Runtime.evaluate", expression=expression, returnByValue=True)

@@ -163,3 +163,25 @@ async def test_a_state_holding_script_is_shown_as_text_and_nothing_runs(tmp_path
     for body in documents:
         assert "<script>window" not in body
         assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in body
+
+
+async def test_keys_typed_into_the_note_are_text_and_escape_returns_to_answering(tmp_path: Path) -> None:
+    """Digits and letters typed in the note stay in the note; after Escape a digit answers, note included."""
+    root, catalog, _ = await week.build(tmp_path, 3)
+    spool = tmp_path / "audit-spool"
+    with running(root, catalog, spool) as base, tab() as page:
+        page.sign_in(base, week.TOKEN, "auditor-note")
+        shown = page.text("decision-id")
+        page.evaluate("document.getElementById('note').focus()")
+        page.type_text("2 sun")
+        assert page.text("decision-id") == shown  # nothing answered, skipped or undone
+        assert page.evaluate("document.getElementById('note').value") == "2 sun"
+        page.escape()
+        page.press("3")
+        assert page.text("decision-id") != shown
+        assert page.errors == []
+    rows = audit_rows(root, spool)
+    assert [(r["decision_id"], r["outcome"]) for r in rows] == [(shown, week.OPTIONS[2][0])]
+    notes = (spool / "notes" / f"week={week.WEEK}.jsonl").read_text(encoding="utf-8")
+    assert f'"decision_id": "{shown}"' in notes
+    assert '"note": "2 sun"' in notes

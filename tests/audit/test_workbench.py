@@ -228,3 +228,29 @@ def test_the_command_refuses_to_start_without_a_token_or_a_sample(tmp_path: Path
                               timeout=60, check=False)
     assert bad_week.returncode != 0
     assert "--week W48" in bad_week.stderr
+
+
+async def test_a_skipped_decision_comes_back_after_the_others(client: TestClient[Any, Any]) -> None:
+    """``s`` puts a decision aside: the next ones come first, and it is shown again once they are answered."""
+    fields = await sign_in(client)
+    skipped = fields["decision_id"]
+    after = hidden(await (await client.post("/skip", data=fields)).text())
+    assert after["decision_id"] != skipped
+    shown = [after["decision_id"]]
+    for _ in range(11):
+        page = await client.post("/answers", data={**after, "answer": "billing"})
+        after = hidden(await page.text())
+        shown.append(after.get("decision_id", ""))
+    assert shown[-1] == skipped  # eleven answered, then the skipped one
+    assert len(set(shown)) == 12
+
+
+async def test_sign_out_ends_the_session(client: TestClient[Any, Any]) -> None:
+    """After sign-out the old session cookie opens nothing and writes nothing."""
+    fields = await sign_in(client)
+    cookie = client.session.cookie_jar.filter_cookies(client.make_url("/"))["audit_session"].value
+    out = await client.post("/sign-out", data={"csrf": fields["csrf"]}, allow_redirects=False)
+    assert out.status == 303
+    replay = await client.post("/answers", data={**fields, "answer": "billing"},
+                               cookies={"audit_session": cookie})
+    assert replay.status == 401
