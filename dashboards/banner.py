@@ -15,15 +15,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dashboards.verdict import Decision, accepted_of, clopper_pearson
+from dashboards.verdict import ENOUGH, LABEL_GATES, P99, P99_HARD, POLICY, Decision
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.evidence import Evidence
     from dashboards.verdict import Check, Verdict
-
-LABEL_GATES = ("enough labels", "precision lower bound meets target")
-"""Gates that more labels can clear; every other failing go gate binds before them."""
 
 
 @dataclass(frozen=True)
@@ -43,38 +40,18 @@ class Line:
     """The candidate's other identities this week: ``(readable name, verdict)`` (judged apart)."""
 
 
-def gap(check: Check, e: Evidence, c: ReviewConfig) -> str:  # noqa: PLR0911  (one answer per gate)
-    """How far a failing gate is from passing, in the gate's own unit."""
+def gap(check: Check, e: Evidence, c: ReviewConfig) -> str:
+    """How far a failing gate is from passing, in the gate's own unit (its detail where it says so)."""
     rule = check.rule
-    if rule.startswith("p99"):
-        limit = c.p99_hard_ms if "hard" in rule else c.p99_budget_ms
+    if rule in {P99, P99_HARD} and not math.isnan(e.p99_ms):
+        limit = c.p99_hard_ms if rule == P99_HARD else c.p99_budget_ms
         over = e.p99_ms - limit
         return f"scorer p99 {e.p99_ms:,.0f} ms, {over:,.0f} ms over the {limit:,.0f} ms {_kind(rule)}"
-    if rule.startswith("cost"):
-        limit = c.cost_hard_usd if "hard" in rule else c.cost_budget_usd
-        if math.isnan(e.cost_per_accepted):
-            return "no accepted decision to price"
-        return f"${e.cost_per_accepted:.5f} per accepted decision, over the ${limit} {_kind(rule)}"
-    if rule == "enough labels":
-        short = c.min_labelled - e.labelled
-        return f"{e.labelled:,} of the {c.min_labelled:,} labels a decision needs ({short:,} to go)"
-    if rule == "precision lower bound meets target":
-        a = accepted_of(e)
-        if a.labelled == 0:
-            return "no accepted decision with an outcome at the thresholds: no precision to bound"
-        low = clopper_pearson(a.correct, a.labelled, c.confidence)[0]
-        return (
-            f"precision lower bound {low:.3f}, {c.precision_target - low:.3f} short of {c.precision_target} "
-            f"({a.correct:,}/{a.labelled:,} accepted correct)"
-        )
-    if rule == "coverage above minimum":
-        a = accepted_of(e)
-        return f"coverage {a.coverage:.1%}, {c.min_coverage - a.coverage:.1%} short of {c.min_coverage:.0%}"
-    if rule == "out-of-sample policy":
+    if rule == POLICY:
         return "no policy chosen on an earlier week was given (--policy)"
-    if rule.startswith("severe-error rate") and e.labelled:
-        rate = e.severe_errors / e.labelled
-        return f"severe errors {rate:.2%} of labelled, limit {c.max_severe_rate:.2%}"
+    if rule == ENOUGH:
+        short = c.min_labelled - e.ledger.accepted_labelled
+        return f"{check.detail} ({short:,} to go)"
     return check.detail
 
 
@@ -83,36 +60,22 @@ def _kind(rule: str) -> str:
 
 
 def binding_check(v: Verdict) -> Check | None:
-    """The failing check that decides the verdict (None for go).
-
-    The verdict's own ``binding`` where it names one, else found from its checks.
-    """
-    named: Check | None = getattr(v, "binding", None)
-    if named is not None:
-        return named
-    failing = [k for k in v.checks if not k.passed and getattr(k, "kind", "go") != "warning"]
-    if v.decision == Decision.GO or not failing:
+    """The failing check that decides the verdict (None for go): the verdict's own ``binding``."""
+    if v.decision == Decision.GO:
         return None
-    reject = {k.rule for k in failing} & {r.split(" (")[0].removeprefix("failed: ") for r in v.reasons}
-    if v.decision == Decision.REJECT:
-        return next((k for k in failing if k.rule in reject), failing[0])
-    blocking = [k for k in failing if k.rule not in LABEL_GATES]
-    if blocking:
-        return blocking[0]
-    return next((k for k in failing if k.rule == "precision lower bound meets target"), failing[0])
+    return v.binding or next(iter(v.failing), None)
 
 
 def eta(v: Verdict, weekly_labels: float, week: str) -> str:
-    """When a decision can be expected, at this week's label rate."""
+    """When a decision can be expected: the verdict's own ETA (labels at 80% power, the week they arrive)."""
     if v.decision != Decision.WAIT:
         return "decided this week"
-    own = getattr(v, "eta", None)
-    if own is not None:  # the verdict's own ETA (labels at 80% power, the week they arrive)
-        return str(own.detail)
     binding = binding_check(v)
     first = (
         "" if binding is None or binding.rule in LABEL_GATES else f"not by waiting: {binding.rule} first; "
     )
+    if v.eta is not None:
+        return first + v.eta.detail
     if v.labels_needed <= 0:
         return first + "labels alone will not decide it"
     if weekly_labels <= 0:
@@ -138,11 +101,7 @@ def line(  # noqa: PLR0913, PLR0917  (one candidate's whole context)
 ) -> Line:
     """The banner's line of one candidate (``agreement``: its agreement with production this week)."""
     # a rule applied by both the reject and the go side is listed once
-    failing = tuple(
-        dict.fromkeys(
-            (k.rule, gap(k, e, c)) for k in v.checks if not k.passed and getattr(k, "kind", "go") != "warning"
-        )
-    )
+    failing = tuple(dict.fromkeys((k.rule, gap(k, e, c)) for k in v.failing))
     binding = binding_check(v)
     bind = "" if binding is None else f"{gap(binding, e, c)} [{binding.rule}]"
     agrees = (
@@ -156,8 +115,6 @@ def line(  # noqa: PLR0913, PLR0917  (one candidate's whole context)
         sentence = f"{name} is rejected as it runs today: {bind} ({agrees})."
     else:
         sentence = f"{name} is not decided yet: {bind} ({agrees})."
-    if getattr(v, "provisional", False):
-        sentence += (
-            f" Provisional: the week's outcomes mature at {getattr(v, 'matures_at', None) or 'a later run'}."
-        )
+    if v.provisional:
+        sentence += f" Provisional: the week's outcomes mature at {v.matures_at or 'a later run'}."
     return Line(candidate, name, v.decision, sentence, bind, failing, eta(v, e.labelled, week))

@@ -48,8 +48,16 @@ MARTS = (
     "cost",
 )
 # Not read: `severe_errors` lists decisions (it grows with them); the verdict takes its count from
-# `agreement`, so the report stays aggregates only.
-OPTIONAL_MARTS = ("identities", "identity_changes", "paired", "evidence", "label_delay", "correctness")
+# `agreement`. `gallery` lists decisions too, at most 50 per type, week and identity (the review's gallery).
+OPTIONAL_MARTS = (
+    "identities",
+    "identity_changes",
+    "paired",
+    "evidence",
+    "label_delay",
+    "correctness",
+    "gallery",
+)
 """Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""
 
 

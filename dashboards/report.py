@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards import banner, charts, screen, trust
+from dashboards import banner, charts, gallery, screen, trust
 from dashboards.config import rules_applied
 from dashboards.evidence import calibration_of, gather
 from dashboards.marts import CANDIDATE, Marts, identity_of
@@ -67,6 +67,8 @@ class Section:
     """The decision banner's line of each candidate."""
     scorecards: list[Scorecard] = field(default_factory=list)
     """Champion against each challenger (p-values Holm-adjusted over the whole review)."""
+    galleries: dict[str, list[gallery.Cell]] = field(default_factory=dict)
+    """Each candidate's disagreement gallery, by confusion cell."""
 
     def changed(self, candidate: str) -> list[str]:
         """Lines saying how ``candidate``'s identity changed this week (it is the old or the new one)."""
@@ -130,6 +132,10 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
                 marts.identity_changes(decision_type),
                 {c: calibration_of(marts, decision_type, c) for c in candidates},
                 _lines(marts, decision_type, verdicts, evidence, config),
+                galleries={
+                    c: gallery.gallery_of(marts, decision_type, c, config.gallery_max, config.audit_url)
+                    for c in candidates
+                },
             )
         )
     adjusted, family = adjust(cards, verdict_index)
@@ -245,6 +251,13 @@ def _verdicts(section: Section) -> str:
     return "".join(rows)
 
 
+def _gallery(section: Section) -> str:
+    names = readable(section.verdicts)
+    blocks = "".join(gallery.to_html(names[c], cells) for c, cells in section.galleries.items())
+    anchor = f"gallery-{html.escape(section.decision_type)}"
+    return f"<h3 id='{anchor}'>Disagreement gallery</h3>{blocks}" if blocks else ""
+
+
 def _figure(chart: Chart) -> str:
     return (
         f"<figure class='chart' data-chart='{chart.name}'>{chart.svg}<figcaption>"
@@ -261,7 +274,7 @@ def to_html(result: Review) -> str:
     )
     body = "".join(
         f"<section id='{html.escape(s.decision_type)}'><h2>{html.escape(s.decision_type)}</h2>"
-        f"{_identities(s)}{_verdicts(s)}"
+        f"{_identities(s)}{_verdicts(s)}{_gallery(s)}"
         f"<div class='charts'>{''.join(_figure(c) for c in s.charts)}</div></section>"
         for s in result.sections
     )

@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from dashboards.policies import Replayed
     from dashboards.verdict import Verdict
 
-HEALTH_WORDS = ("health", "sample ratio", "overlap", "labelled and unlabelled", "no reference")
-"""Check names that are health checks rather than go gates (``dashboards.verdict``)."""
-
 
 @dataclass(frozen=True)
 class Fact:
@@ -100,7 +97,7 @@ def provenance(policies: Sequence[Replayed]) -> Fact:
 
 def health(verdicts: Sequence[Verdict]) -> Fact:
     """The health checks the verdicts applied, and which failed."""
-    checks = [k for v in verdicts for k in v.checks if any(w in k.rule for w in HEALTH_WORDS)]
+    checks = [k for v in verdicts for k in v.checks if k.kind == "health"]
     if not checks:
         return Fact("health checks", "none applied by these rules")
     failed = sorted({k.rule for k in checks if not k.passed})
@@ -139,6 +136,7 @@ def strip(
         health(verdicts),
     ]
     caveats = shared_scorers(candidates)
+    caveats += sorted({k.detail for v in verdicts for k in v.warnings})
     caveats.append(
         "p99 is the decision type's slowest fleet: the marts keep latency per fleet, not per candidate"
     )

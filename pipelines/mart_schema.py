@@ -55,6 +55,10 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("predicted true_positives support labelled", COUNT),
         *columns("precision recall baseline_precision baseline_recall label_rate", REAL),
     ],
+    "gallery": [
+        *SCOPE, ("rank", INDEX), ("decision_id", TEXT), *columns("proposal outcome", TEXT),
+        ("confidence", REAL), ("severe", FLAG), ("received_at", INSTANT), ("state", TEXT),
+    ],
     "severe_errors": [
         ("decision_id", TEXT), *SCOPE, ("proposal", TEXT), ("confidence", REAL), ("outcome", TEXT),
         ("received_at", INSTANT),

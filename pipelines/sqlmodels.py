@@ -41,6 +41,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "confusion"),
     ("marts", "per_option"),
     ("marts", "severe_errors"),
+    ("marts", "gallery"),
     ("marts", "agreement"),
     ("marts", "reliability"),
     ("marts", "ece_bootstrap"),
@@ -69,6 +70,7 @@ ORDER: tuple[tuple[str, str], ...] = (
 
 SPENT_AFTER: dict[str, tuple[str, tuple[str, ...]]] = {
     "latency": ("int_decisions", ("scorer_ms", "total_ms", "prompt_tokens", "cached_tokens")),
+    "gallery": ("int_decisions", ("state",)),
 }
 """Columns no model after the named one reads: ``{model: (table, columns)}``. The DuckDB runner drops them
 once that model is built, so they stop holding memory (24 bytes a decision; at 10M decisions with two

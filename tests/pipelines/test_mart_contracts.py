@@ -14,6 +14,7 @@ GRAIN = {
     "confusion": (*GROUP, "outcome", "proposal"),
     "per_option": (*GROUP, "option_id"),
     "severe_errors": ("decision_id", "model_key"),
+    "gallery": ("decision_id", "model_key"),
     "agreement": GROUP,
     "reliability": (*GROUP, "bin"),
     "ece_bootstrap": GROUP,

@@ -3,7 +3,7 @@
 -- as positions in the segment's options; an id outside them is kept as text); the probability vector is
 -- kept only for labelled decisions whose outcome is an option and that are not `one_hot` (Brier, log-loss,
 -- classwise calibration; one-hot rows say nothing about calibration and every calibration metric skips them),
--- the decision id only where a severe error is possible; `decision_key` (the id's 64-bit hash)
+-- the decision id (and stored state) only where a severe error is possible; `decision_key` (the id's 64-bit hash)
 -- pairs the rows of several candidates on one decision (`paired`). The time, scorer and end-to-end
 -- milliseconds and prompt tokens of every decision are kept for `int_segment_hours` and `latency` (the
 -- runner drops them after `latency`). Materialized once, one decision type at a time: the one full scan
@@ -54,6 +54,9 @@ final as (
         (hash(decision_id) % params.bootstrap_blocks::ubigint)::usmallint as block,
         case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
              then decision_id end as decision_id,
+        -- the stored (already redacted) state of the same decisions only, for the `gallery` mart
+        case when status = 'scored' and joined and proposal <> outcome and confidence >= params.severe_confidence
+             then state end as state,
         received_at,
         scorer_ms,
         total_ms,

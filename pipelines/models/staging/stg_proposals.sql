@@ -42,7 +42,8 @@ final as (
         scorer_ms,
         total_ms,
         prompt_tokens,
-        cached_tokens
+        cached_tokens,
+        state
     from in_window
 )
 
