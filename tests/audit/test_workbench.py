@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import pytest
+import yaml
 from aiohttp import web
 
 from audit.workbench.app import init_app
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from aiohttp.test_utils import TestClient
+
+    from tests.typing import ClientFactory
 
 
 async def sign_in(client: TestClient[Any, Any], auditor: str = "auditor-7",
@@ -254,3 +257,27 @@ async def test_sign_out_ends_the_session(client: TestClient[Any, Any]) -> None:
     replay = await client.post("/answers", data={**fields, "answer": "billing"},
                                cookies={"audit_session": cookie})
     assert replay.status == 401
+
+
+async def test_a_token_opens_its_own_decision_type_only(
+        tmp_path: Path, aiohttp_client: ClientFactory, built: tuple[Path, Path, list[week.Decision]]) -> None:
+    """Two types with two tokens: each session sees and answers only the types whose token it gave."""
+    root, catalog_path, _ = built
+    catalog = yaml.safe_load(catalog_path.read_text(encoding="utf-8"))
+    other = {**catalog["decision_types"][week.TYPE], "auth_token_env": "AUDIT_TEST_TOKEN_OTHER"}
+    catalog["decision_types"]["other"] = other
+    catalog_path.write_text(yaml.safe_dump(catalog), encoding="utf-8")
+    week.write_sample(root, ["o-1", "o-2"], decision_type="other")
+    other_token = "other-token-0123456789"  # noqa: S105  (a test's sign-in token)
+    environ = {week.TOKEN_ENV: week.TOKEN, "AUDIT_TEST_TOKEN_OTHER": other_token}
+    client = await aiohttp_client(init_app(settings_for(tmp_path, root, catalog_path), environ))
+    fields = await sign_in(client, token=other_token)
+    assert fields["decision_type"] == "other"
+    page = await (await client.get(f"/decisions/{fields['decision_id']}")).text()
+    assert "0 of 2" in page
+    refused = await client.get("/decisions/d0001")  # a tickets decision: not this token's type
+    assert refused.status == 404
+    forged = await client.post("/answers", data={**fields, "decision_type": week.TYPE, "decision_id": "d0001",
+                                                 "answer": "billing"})
+    assert forged.status == 404
+    assert (await forged.json())["error"]["field"] == "decision_id"
