@@ -80,18 +80,23 @@ def funnel(marts: Marts, decision_type: str) -> Chart:
     return render("funnel", "Funnel per candidate", f"n = {offered} offered", chart, table)
 
 
+AGREEMENT_COLUMNS = {"accuracy": "agreement", "baseline_accuracy": "baseline_agreement"}
+"""The marts' ``accuracy`` is agreement with production's outcome: the report never calls it accuracy."""
+
+
 def agreement(marts: Marts, decision_type: str) -> Chart:
-    """Accuracy per candidate over weeks with Wilson 95% intervals."""
-    t = _type(marts["agreement"], decision_type)
-    n, p = t["labelled"].astype(float), t["accuracy"]
+    """Agreement with production per candidate over weeks with Wilson 95% intervals (never "accuracy")."""
+    t = _type(marts["agreement"], decision_type).rename(columns=AGREEMENT_COLUMNS)
+    n, p = t["labelled"].astype(float), t["agreement"]
     centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
     half = Z95 * np.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / (1 + Z95**2 / n)
     t = t.assign(low=centre - half, high=centre + half)
-    table = t[["week", NAME, CANDIDATE, "labelled", "accuracy", "low", "high", "kappa", "baseline_accuracy"]]
+    columns = ["week", NAME, CANDIDATE, "labelled", "agreement", "low", "high", "kappa", "baseline_agreement"]
+    table = t[columns]
     base = alt.Chart(table).encode(x="week:O", color=_colour())
     chart = base.mark_errorbar().encode(
         y=alt.Y("low:Q", title="agreement with production"), y2="high:Q"
-    ) + base.mark_line(point=True).encode(y="accuracy:Q", tooltip=list(table.columns))
+    ) + base.mark_line(point=True).encode(y="agreement:Q", tooltip=list(table.columns))
     week = t[t["week"] == marts.week]["labelled"].sum()
     return render(
         "agreement",
@@ -132,9 +137,9 @@ def confusion(marts: Marts, decision_type: str) -> Chart:
 
 
 def reliability(marts: Marts, decision_type: str) -> Chart:
-    """Accuracy against mean confidence per equal-mass bin, sized by the bin's count."""
-    t = _type(marts.of_week("reliability"), decision_type)
-    table = t[[NAME, "bin", "mean_confidence", "accuracy", "decisions", CANDIDATE]]
+    """Agreement with production against mean confidence per equal-mass bin, sized by the bin's count."""
+    t = _type(marts.of_week("reliability"), decision_type).rename(columns=AGREEMENT_COLUMNS)
+    table = t[[NAME, "bin", "mean_confidence", "agreement", "decisions", CANDIDATE]]
     diagonal = (
         alt.Chart(pd.DataFrame({"x": [0, 1], "y": [0, 1]}))
         .mark_line(color="grey", strokeDash=[4, 4])
@@ -145,7 +150,7 @@ def reliability(marts: Marts, decision_type: str) -> Chart:
         .mark_circle(opacity=0.8)
         .encode(
             x=alt.X("mean_confidence:Q", scale=alt.Scale(domain=[0, 1])),
-            y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("agreement:Q", title="agreement with production", scale=alt.Scale(domain=[0, 1])),
             size="decisions:Q",
             color=_colour(),
             tooltip=list(table.columns),

@@ -2,8 +2,8 @@
 
 One row per pair of identities (``<candidate> <model>/.../<device>/<norm> #sha`` on each side), never the
 candidate-wide ``'*'`` rows, so an identity change or a CPU and a GPU pool are not blended: the
-difference in accuracy B - A with its 95% paired Wald interval, and McNemar's exact p-value, on the
-decisions both scored and that have an outcome.
+difference in agreement with production (B - A) with its 95% paired Wald interval, and McNemar's exact
+p-value, on the decisions both scored and that have an outcome.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def pairs_of(marts: Marts, decision_type: str) -> pd.DataFrame:
 def paired(marts: Marts, decision_type: str) -> Chart:
     """Accuracy B - A per pair of identities with the paired interval; filled when McNemar p < 0.05."""
     table = pairs_of(marts, decision_type)
-    title = "Paired comparison (accuracy B - A, 95% paired Wald)"
+    title = "Paired comparison (agreement with production B - A, 95% paired Wald)"
     if table.empty:
         note = pd.DataFrame({"note": ["no two candidates scored and labelled the same decisions this week"]})
         chart = (
@@ -70,7 +70,7 @@ def paired(marts: Marts, decision_type: str) -> Chart:
     base = alt.Chart(table).encode(y=alt.Y("pair:N", title=None, axis=alt.Axis(labelLimit=260)))
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="grey").encode(x="x:Q")
     bars = base.mark_errorbar(ticks=True).encode(
-        x=alt.X("difference_low:Q", title="accuracy B - A"), x2="difference_high:Q"
+        x=alt.X("difference_low:Q", title="agreement with production B - A"), x2="difference_high:Q"
     )
     points = base.mark_point(size=70, filled=True).encode(
         x="difference:Q",

@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards import banner, charts, gallery, screen, trust
+from dashboards import banner, charts, correctness, gallery, screen, trust
 from dashboards.config import rules_applied
 from dashboards.evidence import calibration_of, gather
 from dashboards.marts import CANDIDATE, Marts, identity_of
@@ -69,6 +69,8 @@ class Section:
     """Champion against each challenger (p-values Holm-adjusted over the whole review)."""
     galleries: dict[str, list[gallery.Cell]] = field(default_factory=dict)
     """Each candidate's disagreement gallery, by confusion cell."""
+    audited: list[correctness.Audited] = field(default_factory=list)
+    """Audited correctness beside agreement with production (production first; empty without audits)."""
 
     def changed(self, candidate: str) -> list[str]:
         """Lines saying how ``candidate``'s identity changed this week (it is the old or the new one)."""
@@ -119,7 +121,10 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
             c: gather(marts, decision_type, c, config.min_coverage, replayed.get((decision_type, c)))
             for c in candidates
         }
-        verdicts = {c: decide(evidence[c], config) for c in candidates}
+        verdicts = {
+            c: decide(evidence[c], config, correctness.gates(marts, decision_type, c, config))
+            for c in candidates
+        }
         verdict_index |= {(decision_type, c): v for c, v in verdicts.items()}
         keys += candidates
         cards += scorecards(marts, decision_type, evidence, config.champion)
@@ -136,6 +141,7 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
                     c: gallery.gallery_of(marts, decision_type, c, config.gallery_max, config.audit_url)
                     for c in candidates
                 },
+                audited=correctness.audited(marts, decision_type),
             )
         )
     adjusted, family = adjust(cards, verdict_index)
@@ -193,7 +199,8 @@ def trend(marts: Marts, config: ReviewConfig, weeks: Sequence[str]) -> dict[str,
         past = Marts(frames, week, marts.source)
         for decision_type in past.decision_types():
             for c in past.candidates(decision_type):
-                v = decide(gather(past, decision_type, c, config.min_coverage), config)
+                gates = correctness.gates(past, decision_type, c, config)
+                v = decide(gather(past, decision_type, c, config.min_coverage), config, gates)
                 out.setdefault((decision_type, c), {})[week] = str(v.decision)
     names = readable(c for _, c in out)
     several = len({t for t, _ in out}) > 1
@@ -274,7 +281,8 @@ def to_html(result: Review) -> str:
     )
     body = "".join(
         f"<section id='{html.escape(s.decision_type)}'><h2>{html.escape(s.decision_type)}</h2>"
-        f"{_identities(s)}{_verdicts(s)}{_gallery(s)}"
+        f"{_identities(s)}{correctness.to_html(s.audited, readable(s.verdicts))}"
+        f"{_verdicts(s)}{_gallery(s)}"
         f"<div class='charts'>{''.join(_figure(c) for c in s.charts)}</div></section>"
         for s in result.sections
     )
@@ -305,7 +313,10 @@ def to_markdown(result: Review) -> str:
     lines += [f"> ⚠ {c}" for c in result.caveats] + [""]
     lines += screen.banner_markdown([(s.decision_type, s.lines) for s in result.sections])
     lines += screen.scorecard_markdown([c for s in result.sections for c in s.scorecards], result.family)
-    lines += ["## Details", ""]
+    lines += ["## Who was right (audits)", ""]
+    for s in result.sections:
+        lines += correctness.to_markdown(s.decision_type, s.audited, readable(s.verdicts))
+    lines += ["", "## Details", ""]
     for s in result.sections:
         lines += [f"- identity change in {s.decision_type}: {line}" for line in s.changed("")]
         for candidate, v in s.verdicts.items():

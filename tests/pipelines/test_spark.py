@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 
 from dashboards.marts import load_marts
 from pipelines import synth
+from pipelines.auditor import generate_audited
 from pipelines.generate import Plan, generate
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
@@ -52,6 +53,8 @@ PLAN = Plan(
     knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=4)),
 )
 """Two candidates on 4,000 decisions over 2026-W44..W49; W49 drifted; ``default`` changes identity in W48."""
+AUDITOR = synth.Auditor(error_rate=0.05, agreement_rate=0.05, overlap=0.3)
+"""Each week's audit sample answered, 5% of answers wrong, 30% double-audited."""
 FIRST, LAST = "2026-W47", "2026-W49"
 AS_OF = dt.datetime(2026, 12, 9, 12, tzinfo=dt.UTC)
 """Inside W49 (Monday 2026-11-30 .. ): that week is immature, its late outcomes not yet known."""
@@ -95,7 +98,7 @@ def engines(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> En
     The Spark run finds the ``spark`` fixture's session active and uses it (as under ``spark-submit``).
     """
     root = tmp_path_factory.mktemp("spark_records")
-    generate(open_root(str(root)), PLAN)
+    generate_audited(open_root(str(root)), PLAN, AUDITOR)  # audits: the correctness marts compared too
     add_one_hot_rows(root)  # chat rows without log-probabilities: `one_hot` excluded alike on both engines
     outs = tmp_path_factory.mktemp("duckdb_marts"), tmp_path_factory.mktemp("spark_marts")
     span = ("--since", FIRST, "--until", LAST)
@@ -119,6 +122,16 @@ def test_every_mart_is_equal_on_both_engines(engines: Engines) -> None:
     assert not unequal, unequal
     rows = sum(pq.read_metadata(duck / f).num_rows for f in files)
     assert rows > 1_000  # the comparison saw real marts (both candidates, three weeks)
+
+
+def test_the_engines_agree_on_audited_correctness(engines: Engines) -> None:
+    """The correctness mart has rows in every target week, the auditor marts some; both engines agree."""
+    weeks = sorted((engines.duckdb / "correctness").glob("week=*/part-0.parquet"))
+    assert len(weeks) == 3
+    assert all(pq.read_metadata(p).num_rows > 0 for p in weeks)
+    for mart in ("auditor_agreement", "auditor_disagreements"):
+        assert sum(pq.read_metadata(p).num_rows for p in (engines.duckdb / mart).glob("week=*/*.parquet")) > 0
+    assert not unequal_marts(engines.duckdb, engines.spark)
 
 
 def test_the_review_reads_the_spark_engines_marts(engines: Engines) -> None:
