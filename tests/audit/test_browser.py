@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not install
 OPTION_IDS = [o for o, _ in week.GENERATED_OPTIONS]
 KEYS = ["1", "3", "2", "4", "2", "2", "1", "3", "n", "4", "1", "2", "3", "1", "4", "2", "3", "1", "2", "4"]
 """The key pressed on each of the 20 decisions (``n``: none of these)."""
-UNDO_AT, REDO_KEY, RELOAD_AT = 5, "3", 11
+UNDO_AT, RELOAD_AT = 5, 11
 
 
 def audit_rows(root: Path, spool: Path) -> list[dict[str, object]]:
@@ -78,8 +78,19 @@ def answer_of(key: str) -> str:
     return NONE_OF_THESE if key == "n" else OPTION_IDS[int(key) - 1]
 
 
-def answer_by_keyboard(page: Tab, base: str, total: int) -> dict[str, str]:
-    """Answer 20 decisions by key, with an undo, a "none of these" and a reload; the answers that stand."""
+def redo_key(first: str, production: str | None) -> str:
+    """The key that flips the undone answer's correctness against production (right <-> wrong)."""
+    if production in OPTION_IDS and answer_of(first) != production:
+        return str(OPTION_IDS.index(production) + 1)
+    return next(k for k in "12345" if answer_of(k) != answer_of(first))
+
+
+def answer_by_keyboard(page: Tab, base: str, total: int,
+                       outcomes: dict[str, str]) -> tuple[dict[str, str], str]:
+    """Answer 20 decisions by key, with an undo, a "none of these" and a reload.
+
+    The answers that stand, and the undone decision's first answer.
+    """
     expected: dict[str, str] = {}
     page.sign_in(base, week.TOKEN, "auditor-kb")
     for i, key in enumerate(KEYS):
@@ -93,14 +104,14 @@ def answer_by_keyboard(page: Tab, base: str, total: int) -> dict[str, str]:
             page.goto(f"{base}/")
             assert page.text("decision-id") == shown
         page.press(key)
-        if i == UNDO_AT:  # back to the answer just given, and a different one instead
+        if i == UNDO_AT:  # back to the answer just given; the new one right where it was wrong, or reverse
             page.press("u")
             assert page.text("decision-id") == shown
-            page.press(REDO_KEY)
-            key = REDO_KEY  # noqa: PLW2901  (the answer that stands)
+            first, key = answer_of(key), redo_key(key, outcomes.get(shown))  # noqa: PLW2901  (it stands)
+            page.press(key)
         expected[shown] = answer_of(key)
     assert page.text("progress") == f"20 of {total}"
-    return expected
+    return expected, first
 
 
 async def test_twenty_answers_by_keyboard_are_in_the_records_and_the_correctness_mart(tmp_path: Path) -> None:
@@ -114,14 +125,16 @@ async def test_twenty_answers_by_keyboard_are_in_the_records_and_the_correctness
     spool = tmp_path / "audit-spool"
     with running(root, catalog, spool) as base, tab() as page:
         needed = sample.num_rows + sum(sample.column("double_audit").to_pylist())
-        expected = answer_by_keyboard(page, base, needed)
+        outcomes = production_outcomes(root, set(sample.column("decision_id").to_pylist()))
+        expected, first = answer_by_keyboard(page, base, needed, outcomes)
         assert page.errors == []
     rows = audit_rows(root, spool)
     assert len(rows) == 21  # 20 decisions, one of them answered twice
     latest = {str(r["decision_id"]): r["outcome"] for r in rows}
     assert latest == expected
-    undone = [r["outcome"] for r in rows if r["decision_id"] == list(expected)[UNDO_AT]]
-    assert undone == [answer_of(KEYS[UNDO_AT]), answer_of(REDO_KEY)]
+    undone_id = list(expected)[UNDO_AT]
+    undone = [r["outcome"] for r in rows if r["decision_id"] == undone_id]
+    assert undone == [first, expected[undone_id]]
     assert {r["auditor"] for r in rows} == {"auditor-kb"}
     assert {r["audit_sample"] for r in rows} == set(sample.column("sample_id").to_pylist())
     assert NONE_OF_THESE in latest.values()
@@ -133,8 +146,10 @@ async def test_twenty_answers_by_keyboard_are_in_the_records_and_the_correctness
     production = next(r for r in mart if r["model_key"] == "production")
     assert production["audited"] == 20
     assert all(r["audited"] <= 20 for r in mart)
-    reference = stratified_estimate(expected, production_outcomes(root, set(expected)), sample)
+    reference = stratified_estimate(expected, outcomes, sample)
     assert production["correctness"] == pytest.approx(reference, abs=1e-12)
+    earlier = stratified_estimate({**expected, undone_id: first}, outcomes, sample)
+    assert earlier != pytest.approx(reference)  # the mart kept the later answer, not the undone one
 
 
 XSS = ('<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
