@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 PARSED_FACTOR = 4
 """Python objects of a parsed JSON state, per byte of its text (dicts, str headers): an upper estimate."""
 DECISION_OVERHEAD = 1024
-"""A queued `Decision` beyond its state (the object, its ids, its accept-mark future)."""
+"""A `QueuedDecision` beyond its state (the object, its ids, its accept-mark future)."""
 CALL_OVERHEAD = 64 * 1024
 """One scorer call in flight beyond the state: request and response bodies, client buffers."""
 HEAD_LIMIT = 64 * 1024

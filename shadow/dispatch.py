@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from shadow.cpupressure import ALIVE_S
 from shadow.errors import InvalidScorerResponse, ScorerCallError, ScorerRejected, ScorerTimeout
 from shadow.looplag import LoopLag
-from shadow.proposals import Decision, RowStamp, Timing, blank_row, not_scored, scored
+from shadow.proposals import QueuedDecision, RowStamp, Timing, blank_row, not_scored, scored
 from shadow.records.sink import SinkFull
 from shadow.refusals import RefusalLog
 
@@ -57,7 +57,7 @@ class Dispatcher:
         self.refusals = RefusalLog(metrics)
         """Refusals are counted, and logged once per candidate and cause (not once per decision)."""
 
-    async def dispatch(self, d: Decision) -> dict[str, Any]:
+    async def dispatch(self, d: QueuedDecision) -> dict[str, Any]:
         """Score one decision with its candidate and return the candidate's row."""
         start = time.monotonic()
         queue_ms = (start - d.received_mono) * 1000
@@ -83,7 +83,7 @@ class Dispatcher:
         self.metrics.scored.labels(d.rt.name, d.cand.name).inc()
         return scored(row, out.result, Timing(queue_ms, out.scorer_ms, total_ms, out.attempts))
 
-    def _not_scored(self, row: dict[str, Any], d: Decision, status: str, reason: str,
+    def _not_scored(self, row: dict[str, Any], d: QueuedDecision, status: str, reason: str,
                     attempts: int = 0) -> dict[str, Any]:
         self.metrics.dropped.labels(d.rt.name, d.cand.name, reason).inc()
         total_ms = (time.monotonic() - d.received_mono) * 1000

@@ -25,7 +25,7 @@ from shadow.throughput import Throughput
 if TYPE_CHECKING:
     from shadow.dispatch import Dispatcher
     from shadow.metrics import Metrics
-    from shadow.proposals import Decision
+    from shadow.proposals import QueuedDecision
     from shadow.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class Lane:
         self.limits = limits
         self.dispatcher = dispatcher
         self.recorder = recorder
-        self._queue: asyncio.Queue[Decision] = asyncio.Queue()  # bounded by `refusal`, not by maxsize
+        self._queue: asyncio.Queue[QueuedDecision] = asyncio.Queue()  # bounded by `refusal`, not by maxsize
         self._bytes = 0
         self._busy = 0
         self._idle = asyncio.Event()
@@ -83,7 +83,7 @@ class Lane:
         limit = self.admit_limit(deadline_s)
         return limit is not None and self._queue.qsize() >= limit
 
-    def put(self, d: Decision) -> None:
+    def put(self, d: QueuedDecision) -> None:
         """Queue a decision the lane has room for (never blocks)."""
         self._queue.put_nowait(d)
         self._bytes += d.size

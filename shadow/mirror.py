@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from contracts.records import DEFAULT_CANDIDATE
 from shadow import clock
 from shadow.lanes import Lane, Limits
-from shadow.proposals import Decision
+from shadow.proposals import QueuedDecision
 from shadow.records.sink import SinkFull
 from shadow.sampling import is_sampled
 
@@ -90,14 +90,14 @@ class Mirror:
         return [reason if reason is not None else _mark_failure(ds[0].accepted) for reason, ds in taken]
 
     def _offer(self, rt: DecisionRuntime, decision_id: str, state: State,
-               size: int) -> tuple[str | None, list[Decision]]:
+               size: int) -> tuple[str | None, list[QueuedDecision]]:
         """The champion's reason (None: queued), and the decisions each candidate's lane got."""
         now = clock.now()
         received_us, received_mono = int(now * 1e6), time.monotonic()
         sampled, shared = self._admit(rt, decision_id, now)
         reasons, decisions = [], []
         for cand in rt.candidates:
-            d = Decision(decision_id, rt, cand, state, received_us, received_mono, size, sampled)
+            d = QueuedDecision(decision_id, rt, cand, state, received_us, received_mono, size, sampled)
             self.metrics.offered.labels(rt.name, cand.name).inc()
             if sampled:
                 self.metrics.sampled.labels(rt.name, cand.name).inc()
@@ -113,7 +113,7 @@ class Mirror:
             decisions.append(d)
         return reasons[0], decisions
 
-    def _shed(self, lane: Lane, d: Decision) -> str | None:
+    def _shed(self, lane: Lane, d: QueuedDecision) -> str | None:
         """``shed`` when the lane's workers could not start it in time, or the row backlog has no room."""
         if lane.over_throughput(d.cand.spec.deadline_s):
             gate = "lane_throughput"
@@ -124,7 +124,7 @@ class Mirror:
         self.metrics.shed.labels(d.rt.name, d.cand.name, gate).inc()
         return "shed"
 
-    def _accept(self, d: Decision) -> None:
+    def _accept(self, d: QueuedDecision) -> None:
         """Start the store's durable note now, so a crash while the decision waits leaves a ``lost`` row.
 
         One note per candidate. The candidate's worker awaits it before scoring (and turns ``SinkFull``

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class Decision:
+class QueuedDecision:
     """One offered decision on its way to one candidate (each candidate gets its own)."""
 
     decision_id: str
@@ -31,7 +31,7 @@ class Decision:
     accepted: asyncio.Future[None] | None = None  # the store's durable note, started when queued
 
 
-def blank_row(d: Decision, prepared: Prepared | None, stamp: RowStamp) -> dict[str, Any]:
+def blank_row(d: QueuedDecision, prepared: Prepared | None, stamp: RowStamp) -> dict[str, Any]:
     """Every column, with the decision's ids, candidate and state filled and the rest null."""
     row: dict[str, Any] = dict.fromkeys(PROPOSALS.names)
     row.update(

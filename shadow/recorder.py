@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from contracts.tasks import stop_tasks
 from shadow.backlog import Backlog
 from shadow.drops import DropCounter
-from shadow.proposals import Decision, blank_row, not_scored
+from shadow.proposals import QueuedDecision, blank_row, not_scored
 
 if TYPE_CHECKING:
     from shadow.metrics import Metrics
@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from shadow.records.sink import RecordSink
 
 log = logging.getLogger("shadow.decisions")
-Pending = tuple[Decision, str] | dict[str, Any]
+Pending = tuple[QueuedDecision, str] | dict[str, Any]
 FLUSH_S = 1.0
 MAX_OUTCOME_WRITES = 1024
 """Proxy-mode outcomes being written at once; beyond, an outcome is counted lost (a metric)."""
 
 
-def _has_mark(d: Decision) -> bool:
+def _has_mark(d: QueuedDecision) -> bool:
     """Whether the store holds ``d``'s accept mark (then it owes a row: ``lost`` if nothing else)."""
     mark = d.accepted
     return mark is not None and mark.done() and not mark.cancelled() and mark.exception() is None
@@ -56,11 +56,11 @@ class Recorder:
         """Whether the door may accept a decision of ``size`` bytes (see `Backlog.room`)."""
         return self.backlog.room(size)
 
-    def reserve(self, d: Decision) -> None:
+    def reserve(self, d: QueuedDecision) -> None:
         """Hold backlog room for an accepted decision's row."""
         self.backlog.reserve(d.size)
 
-    def drop(self, decision: Decision, reason: str) -> None:
+    def drop(self, decision: QueuedDecision, reason: str) -> None:
         """Record a decision that will not be scored (never blocks)."""
         self.metrics.dropped.labels(decision.rt.name, decision.cand.name, reason).inc()
         if decision.accepted is not None:
@@ -198,7 +198,7 @@ class Recorder:
             "proposal": row.get("proposal"), "attempts": row.get("attempts"), "total_ms": row.get("total_ms"),
             "writer_id": self.stamp.writer_id}})
 
-    def _build(self, item: tuple[Decision, str]) -> dict[str, Any]:
+    def _build(self, item: tuple[QueuedDecision, str]) -> dict[str, Any]:
         decision, reason = item
         try:
             prepared = decision.rt.rules.prepare(decision.state)
