@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from audit.workbench.app import init_app
-from audit.workbench.settings import WorkbenchSettings
 from tests.audit import week
+from tests.audit.week import settings_for
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -16,12 +16,6 @@ if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
 
     from tests.typing import ClientFactory
-
-
-def settings_for(tmp: Path, root: Path, catalog: Path, **overrides: object) -> WorkbenchSettings:
-    """Workbench settings over a built week, with a spool of its own under ``tmp``."""
-    return WorkbenchSettings(root=str(root), week=week.WEEK, catalog=catalog, spool_dir=tmp / "audit-spool",
-                             writer_id="audit-test", **overrides)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from contracts.audit_samples import sample_path
 from contracts.records import SOURCE_AUDIT
 from shadow.records.layout import open_dataset
 from tests.audit import week
-from tests.audit.conftest import settings_for
 from tests.audit.test_workbench import sign_in
+from tests.audit.week import settings_for
 from tests.shadow.records.conftest import MotoServer, free_port
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from audit.workbench.middlewares import SECURITY_HEADERS
 from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
 from shadow.records.layout import open_dataset
 from tests.audit import serving, week
-from tests.audit.conftest import settings_for
 from tests.audit.forms import hidden, option_values
+from tests.audit.week import settings_for
 
 if TYPE_CHECKING:
     from pathlib import Path

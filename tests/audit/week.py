@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from audit.workbench.settings import WorkbenchSettings
 from contracts.audit_samples import sample_path
 from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
@@ -147,3 +148,9 @@ def generated_catalog(path: Path) -> Path:
     catalog_yaml = yaml.safe_dump({"version": 1, "decision_types": {GENERATED_TYPE: dtype}})
     path.write_text(catalog_yaml, encoding="utf-8")
     return path
+
+
+def settings_for(tmp: Path, root: Path, catalog: Path, **overrides: object) -> WorkbenchSettings:
+    """Workbench settings over a built week, with a spool of its own under ``tmp``."""
+    return WorkbenchSettings(root=str(root), week=WEEK, catalog=catalog, spool_dir=tmp / "audit-spool",
+                             writer_id="audit-test", **overrides)  # type: ignore[arg-type]
