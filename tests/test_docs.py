@@ -282,6 +282,18 @@ def stated_defaults(doc: Path) -> Iterator[tuple[Named, str]]:
             yield Named(doc.name, number, full), default
 
 
+PROSE_DEFAULT = re.compile(
+    r"`((?:SHADOW|SCORER|PIPELINES)_[A-Z0-9_]+)` \((\d+(?:\.\d+)?(?: ?[KMG]iB)?)(?: m?s)?\)")
+"""A default stated in prose, as in ```SHADOW_PROXY_HELD_BYTES` (64 MiB)``."""
+
+
+def prose_defaults(doc: Path) -> Iterator[tuple[Named, str]]:
+    """Each ``VARIABLE (value)`` of the doc's prose, with the value it states."""
+    for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+        for name, value in PROSE_DEFAULT.findall(line):
+            yield Named(doc.name, number, name), value
+
+
 def default_matches(stated: str, cls: type[BaseSettings], field: str) -> bool | None:  # noqa: PLR0911  (one per kind)
     """Whether a table's stated default is the field's (None: prose the test cannot read: ``host name``)."""
     info = cls.model_fields[field]
@@ -312,7 +324,7 @@ def default_problems(doc: Path) -> list[Named]:
     """Every settings table default in ``doc`` that is not the settings class's default."""
     fields = settings_fields()
     problems = []
-    for named, stated in stated_defaults(doc):
+    for named, stated in [*stated_defaults(doc), *prose_defaults(doc)]:
         if named.name not in fields:
             continue  # reported by variable_problems when unknown
         cls, field = fields[named.name]
@@ -471,6 +483,10 @@ def test_the_checks_see_a_stale_line() -> None:
     assert default_matches("2", ShadowSettings, "workers") is False
     assert default_matches("unset", ShadowSettings, "kill_switch_file") is True
     assert default_matches("host name", RecordSettings, "writer_id") is None
+    assert [value for _, value in prose_defaults(ROOT / "docs" / "security.md")], "no prose default read"
+    held = "`SHADOW_PROXY_HELD_BYTES` (32 MiB)"
+    assert PROSE_DEFAULT.findall(held) == [("SHADOW_PROXY_HELD_BYTES", "32 MiB")]
+    assert default_matches("32 MiB", ShadowSettings, "proxy_held_bytes") is False
     assert path_exists("pipelines/models/*/*.sql")
     assert not path_exists("scorer/demo.py")
     assert dotted_exists("shadow.clock.now")
