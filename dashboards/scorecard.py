@@ -34,7 +34,7 @@ from dashboards.stats import (
     ratio_difference,
     wilson,
 )
-from dashboards.verdict import Decision, accepted_of
+from dashboards.verdict import COST, COST_HARD, P99, P99_HARD, Decision, accepted_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 SIGNIFICANT = 0.05
 """Holm-adjusted p-value below which a difference is called shown."""
+SHARED_GATES = frozenset({P99, P99_HARD, COST, COST_HARD})
+"""Gates the scorer's fleet decides (the marts keep latency per fleet): shared by its candidates."""
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,14 @@ def adjust(
     return out, len(where)
 
 
+def _not_yet(better: Verdict, other: Verdict) -> str:
+    """Why the better one is not go yet, naming a gate both fail on a shared scorer as such."""
+    rule = better.binding.rule if better.binding is not None else ""
+    if other.binding is not None and other.binding.rule == rule and rule in SHARED_GATES:
+        return f"both fail '{rule}', which their one scorer sets, not the model"
+    return f"it is not ready for go yet ({rule})" if rule else "it is not ready for go yet"
+
+
 def recommend(card: Scorecard, verdicts: dict[tuple[str, str], Verdict]) -> str:
     """Which of the two to carry forward, and why, in one sentence."""
     champ, chall = card.names[card.champion], card.names[card.challenger]
@@ -323,12 +333,7 @@ def recommend(card: Scorecard, verdicts: dict[tuple[str, str], Verdict]) -> str:
         return f"Keep {champ}: {chall} has no {what} on the same decisions to compare yet."
     shown = f"{what} {lead.shown_difference()}, Holm p {lead.shown_p()}"
     if lead.holm_p < SIGNIFICANT and d.value > 0:
-        rejected = (
-            " (note: its verdict is REJECT; see the banner for the gate)"
-            if vx.decision == Decision.REJECT
-            else ""
-        )
-        return f"Carry forward {chall} over {champ}: {shown}{rejected}; neither passes every gate yet."
+        return f"Carry forward {chall} over {champ}: {shown}; {_not_yet(vx, vc)}."
     if lead.holm_p < SIGNIFICANT:
-        return f"Keep {champ}: {chall} is worse, {shown}."
+        return f"Keep {champ}: {chall} is worse, {shown}; {_not_yet(vc, vx)}."
     return f"Keep {champ} for now: no difference shown yet ({shown}); more labels will tell."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -14,14 +15,17 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from dashboards.marts import CANDIDATE, identity_of, load_marts
+from dashboards.scorecard import Row, Scorecard, recommend
 from dashboards.stats import (
     Z95,
+    Difference,
     holm,
     independent_difference,
     paired_difference,
     per_accepted,
     ratio_difference,
 )
+from dashboards.verdict import P99_HARD, Check, Decision, Verdict
 from tests.dashboards.conftest import AS_OF, WEEK
 
 if TYPE_CHECKING:
@@ -161,3 +165,23 @@ def test_the_review_states_holm_over_every_comparison(generated_review: Review) 
     assert generated_review.family == len(tested) > 2
     expected = multipletests([r.difference.p for r in tested], method="holm")[1]  # type: ignore[union-attr]
     assert [r.holm_p for r in tested] == pytest.approx(list(expected))
+
+
+def test_the_recommendation_names_a_gate_both_fail_on_one_scorer() -> None:
+    """The recommendation: carry the better forward, and say when the scorer, not the model, fails both.
+
+    A challenger shown better (Holm p < 0.05) is carried forward; when both are rejected on the
+    scorer's p99, it says the scorer sets it; with no difference shown, the champion is kept.
+    """
+    p99 = Check(P99_HARD, passed=False, detail="scorer p99 2258 ms, hard budget 2000 ms", kind="reject")
+    rejected = Verdict(Decision.REJECT, ("p99",), (p99,), 0, binding=p99)
+    lead = Row(
+        "agreement with production (paired)", "21%", "48%", Difference(0.27, 0.22, 0.32, 1e-9), 100, "pts"
+    )
+    card = Scorecard("ticket_routing", "none k", "pmi k", {"none k": "none", "pmi k": "pmi"}, 500, (lead,))
+    verdicts = {("ticket_routing", "none k"): rejected, ("ticket_routing", "pmi k"): rejected}
+    shown = recommend(dataclasses.replace(card, rows=(dataclasses.replace(lead, holm_p=1e-6),)), verdicts)
+    assert shown.startswith("Carry forward pmi over none: agreement with production +27.0 pts [+22.0, +32.0]")
+    assert f"both fail '{P99_HARD}', which their one scorer sets, not the model" in shown
+    unshown = recommend(dataclasses.replace(card, rows=(dataclasses.replace(lead, holm_p=0.2),)), verdicts)
+    assert unshown.startswith("Keep none for now: no difference shown yet")
