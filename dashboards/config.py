@@ -65,7 +65,7 @@ class ReviewConfig(BaseModel):
         0.001, gt=0, lt=1, description="p-value below which the sample-ratio check fails (prevents go)"
     )
     min_overlap: float = Field(
-        0.9, ge=0, le=1, description="share of decisions two candidates must both have scored and labelled"
+        0.8, ge=0, le=1, description="share of decisions two candidates must both have scored and labelled"
     )
     max_label_shift: float = Field(
         0.2, gt=0,

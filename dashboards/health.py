@@ -12,8 +12,10 @@ As experimentation platforms check a sample ratio before reading any metric:
   ``min_overlap`` a paired comparison describes a different population than either candidate's numbers.
 - **labels like the rest** (``LABEL_SHIFT``): the labelled and unlabelled scored decisions' confidence
   (``evidence`` mart, on the confidence grid, one-hot rows left out) as a standardized mean difference
-  (Cohen's d with the pooled sd: an effect size, not a p-value, so it does not fire on every large
-  week). Above ``max_label_shift`` the labels are a skewed sample of the decisions.
+  (Cohen's d with the pooled sd: an effect size, not a p-value, so it does not fire on a negligible
+  difference in a large week). It fails when the 95% interval of d lies wholly beyond ``max_label_shift``
+  (se of d: sqrt(1/n1 + 1/n0 + d^2 / (2 (n1 + n0))), Hedges and Olkin 1985), so that a few unlabelled
+  decisions of a small identity do not fail it by chance: the labels are then a skewed sample.
 
 ``label_delay_warning`` compares the pipelines' maturity lag with the observed p99 outcome delay
 (``label_delay`` mart): a warning, never a gate.
@@ -25,6 +27,9 @@ import math
 from typing import TYPE_CHECKING
 
 from scipy.stats import binomtest, chi2_contingency
+
+Z95 = 1.959963984540054
+"""The two-sided 95% normal quantile."""
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
@@ -120,12 +125,14 @@ def label_shift_check(e: Evidence, c: ReviewConfig) -> Check:
     if shift.labelled == 0:
         return _check(LABEL_SHIFT, passed=False, detail="no labelled decision to compare")
     d = shift.effect_size
+    n1, n0 = shift.labelled, shift.unlabelled
+    margin = Z95 * math.sqrt(1 / n1 + 1 / n0 + d * d / (2 * (n1 + n0))) if math.isfinite(d) else 0.0
     return _check(
         LABEL_SHIFT,
-        passed=abs(d) <= c.max_label_shift,
+        passed=abs(d) - margin <= c.max_label_shift,
         detail=f"confidence of labelled {shift.labelled_mean:.3f} vs unlabelled {shift.unlabelled_mean:.3f} "
-        f"({shift.labelled:,} vs {shift.unlabelled:,}): standardized difference {d:+.2f}, "
-        f"limit {c.max_label_shift}",
+        f"({shift.labelled:,} vs {shift.unlabelled:,}): standardized difference {d:+.2f} "
+        f"(95% interval ±{margin:.2f}), fails when the interval lies beyond ±{c.max_label_shift}",
     )
 
 
