@@ -40,6 +40,17 @@ def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) 
     raise AssertionError("sidecar did not start")
 
 
+async def scored_rows(api: str, n: int, timeout_s: float = 30.0) -> None:
+    """Poll the sidecar's /metrics until ``n`` scored rows were handed to the store."""
+    async with aiohttp.ClientSession() as session:
+        for _ in range(int(timeout_s / 0.05)):
+            async with session.get(f"{api}/metrics") as resp:
+                if f'shadow_rows_total{{status="scored"}} {float(n)}' in await resp.text():
+                    return
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"not {n} scored rows after {timeout_s} s")
+
+
 async def test_run_command_proxies_and_flushes_on_sigterm(faults: Faults, scorer_url: str,
                                                            tmp_path: Path) -> None:
     """The installed command runs the API and the proxy, and stops cleanly on SIGTERM.
@@ -63,10 +74,10 @@ async def test_run_command_proxies_and_flushes_on_sigterm(faults: Faults, scorer
                     f"http://127.0.0.1:{proxy}/route", json=body) as resp:
                 assert resp.status == 200
                 assert json.loads(await resp.read())["team"] == "billing"
-            await asyncio.sleep(0.3)  # the scorer lives on this loop: let it answer
+            await scored_rows(f"http://127.0.0.1:{api}", 1)  # the scorer lives on this loop: it answered
         finally:
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            _, err = await asyncio.to_thread(proc.communicate, timeout=30)  # the loop keeps serving
     assert proc.returncode == 0, err.decode()
     rows = read_rows(tmp_path / "records", "proposals")
     assert [(r["decision_id"], r["status"]) for r in rows] == [("cli-1", "scored")]
@@ -149,11 +160,7 @@ async def test_a_restarted_sidecar_keeps_its_writer_id_and_republishes_nothing_t
             base = f"http://127.0.0.1:{api}"
             async with session.post(f"{base}/v1/decisions", json={"decisions": decisions}) as r:
                 assert (await r.json())["queued"] == 6
-            for _ in range(100):  # until all six are scored and written to the journal
-                async with session.get(f"{base}/metrics") as m:
-                    if 'shadow_rows_total{status="scored"} 6.0' in await m.text():
-                        break
-                await asyncio.sleep(0.1)
+        await scored_rows(base, 6)  # all six scored and handed to the journal
         await asyncio.sleep(0.2)  # past the group commit
     finally:
         proc.kill()

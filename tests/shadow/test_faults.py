@@ -19,6 +19,7 @@ from tests.shadow.conftest import (
     settings_for,
     sidecar_process,
     ticket_type,
+    wait_rows,
     write_catalog,
 )
 
@@ -86,8 +87,8 @@ async def test_mirror_api_answers_and_every_decision_accounted(
     settings = settings_for(tmp_path, catalog, queue_max_items=50, port=free_port())
     async with sidecar_process(settings) as url:
         latencies = await offer_many(url, N_DECISIONS, scenario)
-        if scenario == "healthy":
-            await asyncio.sleep(0.2)  # let the workers finish before shutdown
+        if scenario == "healthy":  # every row written before the stop (else queued ones end as shutdown)
+            await wait_rows(url, N_DECISIONS + WARM)
         faults.release.set()
     assert max(latencies) < ANSWER_TIMEOUT_S * 1000
 

@@ -6,13 +6,21 @@ default sink.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from shadow.keys import METRICS, MIRROR
+from tests.shadow.conftest import (
+    read_rows,
+    running_sidecar,
+    settings_for,
+    ticket_type,
+    wait_rows,
+    write_catalog,
+)
+from tests.shadow.test_door import until
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,19 +52,20 @@ async def test_kill_switch_file_stops_mirroring(faults: Faults, scorer_url: str,
     """
     switch = tmp_path / "KILL"
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
-    async with running_sidecar(settings_for(tmp_path, catalog, kill_switch_file=switch)) as (url, _app):
+    async with running_sidecar(settings_for(tmp_path, catalog, kill_switch_file=switch)) as (url, app):
+        mirror = app[MIRROR]
         await offer(url, ["before"])
-        await asyncio.sleep(0.1)
+        await wait_rows(url, 1)  # scored: its call is counted
         calls_before = faults.calls
         switch.touch()
-        await asyncio.sleep(0.15)
+        await until(lambda: mirror.kill_switch)  # the next poll saw the file
         answered = await offer(url, [f"k-{i}" for i in range(10)])
         assert {a["reason"] for a in answered} == {"kill_switch"}
         assert faults.calls == calls_before
         switch.unlink()
-        await asyncio.sleep(0.15)
+        await until(lambda: not mirror.kill_switch)
         await offer(url, ["after"])
-        await asyncio.sleep(0.1)
+        await wait_rows(url, 12)
     assert reasons(tmp_path) == Counter({("dropped", "kill_switch"): 10, ("scored", None): 2})
 
 
@@ -78,7 +87,7 @@ async def test_budget_and_rate_cap(scorer_url: str, tmp_path: Path) -> None:
     catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, budget={"calls_per_hour": 3})})
     async with running_sidecar(settings_for(tmp_path, catalog, workers=1)) as (url, _app):
         await offer(url, [f"b-{i}" for i in range(6)])
-        await asyncio.sleep(0.2)
+        await wait_rows(url, 6)
     assert reasons(tmp_path) == Counter({("scored", None): 3, ("dropped", "budget_exhausted"): 3})
 
     capped = tmp_path / "capped"
@@ -86,7 +95,7 @@ async def test_budget_and_rate_cap(scorer_url: str, tmp_path: Path) -> None:
     catalog = write_catalog(capped, {"tickets": ticket_type(scorer_url, sampling={"max_per_second": 2})})
     async with running_sidecar(settings_for(capped, catalog)) as (url, _app):
         answered = await offer(url, [f"r-{i}" for i in range(6)])
-        await asyncio.sleep(0.2)
+        await wait_rows(url, 6)
     assert Counter(a["reason"] for a in answered) == Counter({None: 2, "rate_limited": 4})
     assert reasons(capped)[("dropped", "rate_limited")] == 4
 
@@ -94,14 +103,18 @@ async def test_budget_and_rate_cap(scorer_url: str, tmp_path: Path) -> None:
 async def test_full_queue_and_shutdown_are_accounted(faults: Faults, scorer_url: str, tmp_path: Path) -> None:
     """With a 10 s scorer and one worker, a 3-item queue fills: the rest are ``queue_full``.
 
-    At shutdown the queued ones become ``shutdown`` rows and the one in flight times out within its
-    deadline.
+    The first decision's call times out after 2 s, longer than offering the ten takes even on a loaded
+    machine (so no queued decision is taken meanwhile); once its row is written the sidecar stops, and
+    the one then in flight and the two still queued become ``shutdown`` rows.
     """
     faults.mode = "slow"
-    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
+    scorer = {"timeout_s": 2.0, "deadline_s": 10.0, "max_attempts": 1}
+    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer=scorer)})
     settings = settings_for(tmp_path, catalog, workers=1, queue_max_items=3)
-    async with running_sidecar(settings) as (url, _app):
+    async with running_sidecar(settings) as (url, app):
         answered = await offer(url, [f"q-{i}" for i in range(10)])
+        timeouts = app[METRICS].rows.labels("timeout")
+        await until(lambda: timeouts._value.get() == 1)
     faults.release.set()
     assert Counter(a["reason"] for a in answered) == Counter({None: 4, "queue_full": 6})
     seen = reasons(tmp_path)
