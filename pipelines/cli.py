@@ -143,6 +143,10 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     default=None,
     help="Sidecar catalog: its options marked high_consequence feed severe_errors (or PIPELINES_CATALOG).",
 )
+@click.option(
+    "--policy", "policies", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A semif.policy/v1 file the evidence mart accumulates evidence at (repeat; or PIPELINES_POLICIES).",
+)
 @click.option("--s3-endpoint", default=None, help="S3 endpoint override (moto, MinIO).")
 @click.option(
     "--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
@@ -165,6 +169,7 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     as_of: str | None,
     prices: tuple[str, ...],
     catalog: Path | None,
+    policies: tuple[Path, ...],
     s3_endpoint: str | None,
     engine: str,
     spark_master: str | None,
@@ -178,6 +183,7 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     Examples:
       semif-shadow pipelines run --root records --week 2026-W48
       semif-shadow pipelines run --root records --week 2026-W48 --catalog catalog.yaml
+      semif-shadow pipelines run --root records --week 2026-W48 --policy ticket_routing.json
       semif-shadow pipelines run --root s3://shadow/records --since 2026-W40 --until 2026-W48 \\
           --s3-endpoint http://127.0.0.1:5000 --as-of 2026-12-05T00:00:00Z
     """
@@ -185,7 +191,8 @@ def run_command(  # noqa: PLR0913, PLR0917  (click passes one argument per optio
     from pipelines.errors import PipelinesError  # noqa: PLC0415  (keep --help fast)
     from pipelines.settings import PipelineSettings  # noqa: PLC0415
 
-    flags = {"s3_endpoint": ("--s3-endpoint", s3_endpoint), "catalog": ("--catalog", catalog)}
+    flags = {"s3_endpoint": ("--s3-endpoint", s3_endpoint), "catalog": ("--catalog", catalog),
+             "policies": ("--policy", list(policies) or None)}
     settings = build_settings(PipelineSettings, flags)
     if engine != "spark" and (spark_master is not None or approx_quantiles):
         raise click.UsageError("--spark-master and --approx-quantiles apply only with --engine spark")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from pipelines import synth
 from pipelines.generate import Plan, generate
@@ -18,6 +19,7 @@ from pipelines.policy import Policy, load_policy, replay
 from pipelines.settings import PipelineSettings
 from pipelines.storage import open_root
 from pipelines.weeks import as_utc, parse_week
+from semif_shadow.cli import main
 from tests.pipelines.conftest import run_window
 from tests.pipelines.one_hot import add_one_hot_rows
 
@@ -227,3 +229,32 @@ def test_the_replay_and_the_evidence_mart_count_a_policy_alike_one_hot_rows_neve
     for count in ("scored", "accepted", "accepted_labelled", "accepted_correct", "severe_errors"):
         assert replayed[count] == row[count], count
     assert row["accepted"] == row["scored"] - one_hot[0]
+
+
+def test_the_run_command_takes_policy_files(root: Path, tmp_path: Path) -> None:
+    """`pipelines run --policy FILE` adds the policy's ledger rows; a file not a policy: one line, exit 1."""
+    out = tmp_path / "out"
+    run(root, out, "2026-W45")
+    key = next((r["decision_type"], r["model_key"]) for r in read(out, "evidence", "2026-W45"))
+    path = accept_all(out, key, tmp_path, "cli")
+    common = [
+        "pipelines",
+        "run",
+        "--root",
+        str(root),
+        "--week",
+        "2026-W45",
+        "--out",
+        str(out),
+        "--as-of",
+        LATE.isoformat(),
+    ]
+    result = CliRunner().invoke(main, [*common, "--policy", str(path)])
+    assert result.exit_code == 0, result.output
+    policies = {r["policy"] for r in read(out, "evidence", "2026-W45") if r["model_key"] == key[1]}
+    assert len(policies - {"none"}) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "other"}')
+    result = CliRunner().invoke(main, [*common, "--policy", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == f"Error: policy: {bad} is not a semif.policy/v1 policy"
