@@ -265,6 +265,26 @@ def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict
     return head | result
 
 
+def _audit(config: DemoConfig, tickets: list[Ticket], week: str,
+           where: tuple[str, str | None, str], aws: dict[str, str]) -> None:
+    """The week's audit sample answered by the simulated auditor (``auditor.py``) before the pipelines run.
+
+    ``where``: the records root, the S3 endpoint (or None) and the catalog's path.
+    """
+    root, s3, catalog_path = where
+    truth = config.out / "truth.json"
+    truth.write_text(json.dumps({t.ticket_id: t.truth for t in tickets}), encoding="utf-8")
+    log = config.out / "logs" / "auditor.out"
+    argv = [sys.executable, "-m", "semif_shadow.demo.auditor", "--root", root, "--week", week, "--type",
+            catalog.DECISION_TYPE, "--truth", str(truth), "--catalog", catalog_path,
+            *(["--s3-endpoint", s3] if s3 else [])]
+    with log.open("wb") as out:
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **aws},  # noqa: S603  (our own module)
+                              check=False).returncode
+    if code != 0:
+        raise DemoError(f"the simulated auditor failed with exit code {code} (see {log})")
+
+
 def _review_policy(ctx: dict[str, str], policy: dict[str, Any]) -> list[str]:
     """The review's ``--policy`` arguments: every policy the demo chose, replayed on the records."""
     if not policy["files"]:
@@ -297,6 +317,9 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
         (config.out / "sent.jsonl").write_text("".join(json.dumps(s.row()) + "\n" for s in sent),
                                                encoding="utf-8")
         s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
+        echo(f"audit: {weeks[-1]}'s sample answered by a simulated auditor")
+        _audit(config, tickets, weeks[-1], (ctx["root"], ctx.get("s3"), ctx["catalog"]),
+               aws if config.s3 else {})
         echo("pipelines: the marts of every simulated week")
         _cli(["pipelines", "run", "--root", ctx["root"], "--since", weeks[0], "--until", weeks[-1],
               "--out", str(config.out / "marts"), "--catalog", ctx["catalog"], *s3_args],

@@ -23,6 +23,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from contracts.records import SOURCE_AUDIT
 from semif_shadow.demo import summary, trial
 from semif_shadow.demo.catalog import CANDIDATES
 from semif_shadow.demo.workload import OUT_OF_SCOPE_ACTIONS
@@ -44,9 +45,11 @@ def week_of(at: dt.datetime) -> str:
 
 
 def latest_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, str]:
-    """The outcome with the latest ``outcome_at`` per decision (what the pipelines join)."""
+    """Production's latest outcome per decision (what the pipelines join; audits left out)."""
     out: dict[str, tuple[dt.datetime, str]] = {}
     for o in outcomes:
+        if o["source"] == SOURCE_AUDIT:
+            continue
         if o["decision_id"] not in out or o["outcome_at"] > out[o["decision_id"]][0]:
             out[o["decision_id"]] = (o["outcome_at"], o["outcome"])
     return {k: v[1] for k, v in out.items()}
@@ -137,6 +140,28 @@ def test_marts_match_the_records(demo_run: trial.Result) -> None:
             assert row["accuracy"] == pytest.approx(correct / len(labelled))
             outside = sum(final[p["decision_id"]] in OUT_OF_SCOPE_ACTIONS for p in labelled)
             assert row["outside_options"] == outside
+
+
+@pytest.mark.slow
+def test_the_simulated_auditor_answers_the_last_weeks_sample_and_the_review_shows_correctness(
+        demo_run: trial.Result) -> None:
+    """The last week's sample is answered with the tickets' truth; the review shows it beside agreement.
+
+    Every sampled ticket has an audit (two for double audits); production's audited correctness is the
+    share of audited tickets where its final outcome is the truth (the auditor errs on a few answers).
+    """
+    week = demo_run.weeks[-1]
+    root = Path(demo_run.records_root)
+    sample = ds.dataset(root / "audit_samples", format="parquet").to_table().to_pylist()
+    audits = [o for o in records(root, "outcomes") if o["source"] == SOURCE_AUDIT]
+    assert {r["week"] for r in sample} == {week}
+    assert len(audits) == sum(2 if r["double_audit"] else 1 for r in sample) > 0
+    assert {a["decision_id"] for a in audits} == {r["decision_id"] for r in sample}
+    rows = {r["model_key"]: r for r in summary.mart(demo_run.marts, "correctness", week)}
+    assert rows["production"]["audited"] > 0
+    assert 0 <= rows["production"]["correctness_low"] <= rows["production"]["correctness"] <= 1
+    html = demo_run.report.read_text(encoding="utf-8")
+    assert "Who was right: audited correctness beside agreement with production" in html
 
 
 @pytest.mark.slow
