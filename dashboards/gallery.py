@@ -1,7 +1,8 @@
 """The disagreement gallery: the week's severe errors and most confident disagreements, to look at.
 
-From the ``gallery`` mart (at most 50 decisions per decision type, week and candidate identity: severe
-errors first, then the most confident): per candidate, up to ``gallery_max`` (``review.yaml``), grouped
+From the ``gallery`` mart (per decision type, week and candidate identity, the 25 most confident severe
+errors and the 25 most confident other disagreements): per candidate, up to ``gallery_max``
+(``review.yaml``; half severe errors, half others, where there are both), grouped
 by confusion cell (production's outcome x the candidate's proposal), each with its stored state and a
 link to the audit workbench, ``{audit_url}/decisions/{decision_id}``. The state is shown as stored: the
 sidecar redacted it as the catalog says before persisting it (removed fields are not there to show;
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from dashboards.marts import CANDIDATE
 
@@ -55,7 +59,11 @@ def gallery_of(marts: Marts, decision_type: str, candidate: str, cap: int, audit
         & (frame["decision_type"] == decision_type)
         & (frame[CANDIDATE] == candidate)
     ]
-    rows = rows.sort_values("rank").head(cap)
+    rows = rows.sort_values("rank")
+    severe, other = rows[rows["severe"]], rows[~rows["severe"]]
+    # severe errors and the most confident other disagreements, half the cap each (one fills the other's)
+    n_severe = min(len(severe), max(cap - len(other), math.ceil(cap / 2)))
+    rows = pd.concat([severe.head(n_severe), other.head(cap - n_severe)])
     base = audit_url.rstrip("/")
     cells: dict[tuple[str, str], list[Item]] = {}
     for r in rows.itertuples():

@@ -99,8 +99,8 @@ def test_the_gallery_groups_by_confusion_cell_links_the_workbench_and_is_capped(
 ) -> None:
     """Each candidate's gallery: its first ``CAP`` rows, grouped by cell, linked to the workbench.
 
-    The mart's first ``CAP`` rows by rank (severe errors first), grouped by (outcome, proposal), every
-    decision linked to ``{audit_url}/decisions/{id}``.
+    The mart's most confident severe errors and other disagreements, half of ``CAP`` each where there are
+    both, grouped by (outcome, proposal), every decision linked to ``{audit_url}/decisions/{id}``.
     """
     mart = load_marts(str(stored[1]), TRIAL_WEEK).of_week("gallery")
     page = to_html(gallery_review)
@@ -108,16 +108,21 @@ def test_the_gallery_groups_by_confusion_cell_links_the_workbench_and_is_capped(
     assert set(section.galleries) == set(section.verdicts)
     for candidate, cells in section.galleries.items():
         rows = mart[mart[CANDIDATE] == candidate].sort_values("rank")
-        assert 0 < len(rows) <= 50  # the mart's own cap
+        assert len(rows) > 0
         items = [i for c in cells for i in c.items]
-        assert sorted(i.decision_id for i in items) == sorted(rows["decision_id"].head(CAP))
+        severe, other = rows[rows["severe"]], rows[~rows["severe"]]
+        assert max(len(severe), len(other)) <= 25  # the mart keeps 25 of each kind
+        n_severe = min(len(severe), max(CAP - len(other), 3))  # half the cap of 5, rounded up
+        expected = [*severe["decision_id"].head(n_severe), *other["decision_id"].head(CAP - n_severe)]
+        assert sorted(i.decision_id for i in items) == sorted(expected)
+        assert len(items) == min(CAP, len(rows))
         for cell in cells:
             assert all((i.outcome, i.proposal) == (cell.outcome, cell.proposal) for i in cell.items)
             assert cell.outcome != cell.proposal
         for item in items:
             assert f"href='{AUDIT_URL}/decisions/{item.decision_id}'" in page
-        first = rows.iloc[0]
-        assert bool(first["severe"]) == rows["severe"].any()
+        assert list(rows["rank"]) == list(range(1, len(rows) + 1))
+        assert bool(rows.iloc[0]["severe"]) == rows["severe"].any()
     links = re.findall(rf"href='{re.escape(AUDIT_URL)}/decisions/", page)
     assert len(links) == sum(len(c.items) for cells in section.galleries.values() for c in cells)
     assert len(links) <= CAP * len(section.verdicts)

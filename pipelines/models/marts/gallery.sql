@@ -1,7 +1,7 @@
 -- The disagreement gallery: per decision type, week and model key, the labelled decisions whose proposal
 -- differs from production's outcome at `severe_confidence` or above (the ones `int_decisions` keeps the id
--- of), severe errors (a high-consequence option proposed) first, then the most confident, at most 50,
--- numbered by `rank`. `state` is the decision's state as the sidecar stored it: redacted as the catalog
+-- of): the 25 most confident severe errors (a high-consequence option proposed) and the 25 most confident
+-- other disagreements, numbered by `rank` (severe first, then by confidence). `state` is the decision's state as the sidecar stored it: redacted as the catalog
 -- says before it was persisted (removed fields absent, hashed ones `hmac-sha256:<hex>`), null where the
 -- decision type does not store states.
 with decisions as (
@@ -26,22 +26,33 @@ flagged as (
         on catalog.decision_type = decisions.decision_type and catalog.option_id = decisions.proposal
 ),
 
+kept as (  -- the most confident of each kind
+    select *
+    from (
+        select
+            flagged.*,
+            row_number() over (
+                partition by decision_type, week_start, model_key, severe order by confidence desc, decision_id
+            ) as position
+        from flagged
+    ) as numbered
+    where position <= 25
+),
+
 ranked as (
     select
-        flagged.*,
+        kept.*,
         row_number() over (
-            partition by decision_type, week_start, model_key
-            order by severe desc, confidence desc, decision_id
-        ) as position
-    from flagged
+            partition by decision_type, week_start, model_key order by severe desc, confidence desc, decision_id
+        ) as place
+    from kept
 ),
 
 final as (
     select
         decision_type, week_start, strftime(week_start, '%G-W%V') as week, model_key,
-        position::integer as rank, decision_id, proposal, outcome, confidence, severe, received_at, state
+        place::integer as rank, decision_id, proposal, outcome, confidence, severe, received_at, state
     from ranked
-    where position <= 50
 )
 
 select * from final
