@@ -227,6 +227,7 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
 ) -> None:
     from pipelines import runner  # noqa: PLC0415
     from pipelines.errors import BadArgument  # noqa: PLC0415
+    from pipelines.ledger import fetch_prior  # noqa: PLC0415
     from pipelines.prices import load_prices, parse_overrides  # noqa: PLC0415
     from pipelines.sqlmodels import ORDER  # noqa: PLC0415
     from pipelines.storage import open_root, publish  # noqa: PLC0415
@@ -245,6 +246,8 @@ def _run(  # noqa: PLR0913, PLR0917  (the run command's options, checked and pas
     with contextlib.ExitStack() as stack:
         folder = Path(target.base) if target.is_local else Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="pipelines-")))
+        if not target.is_local:  # the evidence ledger continues from the last week written there
+            fetch_prior(target, folder, span.first)
         with click.progressbar(length=len(ORDER) + 1, label="pipelines", file=sys.stderr) as bar:
             records = open_root(root, settings.s3_endpoint, settings.s3_region)
             job = runner.Job(settings, records, span, table, folder)

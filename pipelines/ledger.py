@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipelines.confseq import lower_bound, upper_bound
+from pipelines.errors import BadArgument
 from pipelines.mart_schema import DECLARED
 from pipelines.weeks import as_utc, parse_week, week_label
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
-    from pipelines.policy import Policy
+    from pipelines.storage import Root
     from pipelines.weeks import Window
 
 NO_POLICY = "none"
@@ -53,10 +54,12 @@ WEEK_COUNTS = ("scored", "accepted", "accepted_labelled", "accepted_correct", "s
 LEDGER_COUNTS = ("accepted_labelled", "accepted_correct", "severe_errors")
 
 
-def policy_key(policy: Policy) -> str:
-    """A policy's key in the ledger: the first 12 hex of the sha256 of its canonical JSON."""
-    canonical = json.dumps(asdict(policy), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+def policy_key(path: Path) -> str:
+    """A policy's key in the ledger: the first 12 hex of its file's sha256 (as the review names it)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    except OSError as exc:
+        raise BadArgument(f"cannot read {path}: {exc}", "policy") from exc
 
 
 def policy_rows(paths: list[Path]) -> list[list[object]]:
@@ -69,10 +72,10 @@ def policy_rows(paths: list[Path]) -> list[list[object]]:
         return []
     from pipelines.policy import load_policy  # noqa: PLC0415  (see the docstring)
 
-    policies = [load_policy(path) for path in paths]
+    policies = [(load_policy(path), policy_key(path)) for path in paths]
     return [
-        [p.decision_type, p.model_key, policy_key(p), o["option_id"], o["grid_index"]]
-        for p in policies
+        [p.decision_type, p.model_key, key, o["option_id"], o["grid_index"]]
+        for p, key in policies
         for o in p.options
     ]
 
@@ -131,6 +134,34 @@ def prior_rows(out: Path | None, first_target: dt.date) -> list[dict[str, Any]]:
         for row in table.to_pylist()
         if row.get("counted_through") is not None or row.get("weeks_covered") is not None
     ]
+
+
+def fetch_prior(root: Root, folder: Path, first_target: dt.date) -> str | None:
+    """For marts written to S3 (computed in a scratch folder): the ledger's prior week copied into it.
+
+    The latest ``evidence`` week under ``root`` before ``first_target`` becomes
+    ``<folder>/evidence/week=W/part-0.parquet``, where ``carry`` reads it; the week's label, or None.
+    """
+    selector = pafs.FileSelector(root.join("evidence"), allow_not_found=True)
+    try:
+        found = root.fs.get_file_info(selector)
+        weeks: list[str] = sorted(
+            str(i.base_name).removeprefix("week=")
+            for i in found
+            if i.base_name.startswith("week=")
+            and parse_week(i.base_name.removeprefix("week=")) < first_target
+        )
+        if not weeks:
+            return None
+        target = folder / "evidence" / f"week={weeks[-1]}" / "part-0.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with root.fs.open_input_stream(
+            root.join("evidence", f"week={weeks[-1]}", "part-0.parquet")
+        ) as stream:
+            target.write_bytes(stream.read())
+    except (pa.ArrowException, OSError) as exc:
+        raise BadArgument(f"cannot read the evidence ledger under {root.uri}: {exc}", "out") from exc
+    return weeks[-1]
 
 
 def open_book(

@@ -9,12 +9,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from dashboards.evidence import gather
+from dashboards.marts import load_marts
+from dashboards.policies import replay_policies
 from pipelines import synth
 from pipelines.generate import Plan, generate
+from pipelines.ledger import policy_key
 from pipelines.policy import Policy, load_policy, replay
 from pipelines.settings import PipelineSettings
 from pipelines.storage import open_root
@@ -22,9 +27,12 @@ from pipelines.weeks import as_utc, parse_week
 from semif_shadow.cli import main
 from tests.pipelines.conftest import run_window
 from tests.pipelines.one_hot import add_one_hot_rows
+from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from tests.shadow.records.conftest import MotoServer
 
 PLAN = Plan(
     decisions=30_000,
@@ -252,9 +260,39 @@ def test_the_run_command_takes_policy_files(root: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, [*common, "--policy", str(path)])
     assert result.exit_code == 0, result.output
     policies = {r["policy"] for r in read(out, "evidence", "2026-W45") if r["model_key"] == key[1]}
-    assert len(policies - {"none"}) == 1
+    assert policies == {"none", policy_key(path)}
+    (replayed,) = replay_policies([path], str(root), "2026-W45", as_of=LATE.isoformat())
+    evidence = gather(load_marts(str(out), "2026-W45"), key[0], key[1], 0.2, replayed)
+    assert evidence.ledger.from_mart
+    assert evidence.ledger.policy == policy_key(path)
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "other"}')
     result = CliRunner().invoke(main, [*common, "--policy", str(bad)])
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == f"Error: policy: {bad} is not a semif.policy/v1 policy"
+
+
+def test_the_ledger_continues_when_the_marts_are_written_to_s3(
+    root: Path,
+    moto: MotoServer,  # noqa: F811  (pytest fixture injection)
+    tmp_path: Path,
+) -> None:
+    """`pipelines run --out s3://...` fetches the prior week from S3 into its scratch folder first.
+
+    So W46 written there continues W45's ledger: one more look, the same counts as a local output.
+    """
+    boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1").create_bucket(Bucket="marts")
+    local = tmp_path / "local"
+    for week in ("2026-W45", "2026-W46"):
+        args = ["pipelines", "run", "--root", str(root), "--week", week, "--as-of", LATE.isoformat()]
+        result = CliRunner().invoke(main, [*args, "--out", "s3://marts/out", "--s3-endpoint", moto.endpoint])
+        assert result.exit_code == 0, result.output
+        run(root, local, week)
+    fs = open_root("s3://marts/out", moto.endpoint).fs
+    with fs.open_input_file("marts/out/evidence/week=2026-W46/part-0.parquet") as stream:
+        remote = pq.read_table(stream).to_pylist()
+    counts = ("looks", "weeks_covered", "ledger_accepted_labelled", "ledger_accepted_correct", "reset_reason")
+    assert [{c: r[c] for c in counts} for r in remote] == [
+        {c: r[c] for c in counts} for r in read(local, "evidence", "2026-W46")
+    ]
+    assert max(r["looks"] for r in remote) == 2  # W45's ledgers continued (new identities of W46 start at 1)
