@@ -51,7 +51,7 @@ def gap(check: Check, e: Evidence, c: ReviewConfig) -> str:
         return "no policy chosen on an earlier week was given (--policy)"
     if rule == ENOUGH:
         short = c.min_labelled - e.ledger.accepted_labelled
-        return f"{check.detail} ({short:,} to go)"
+        return f"{check.detail}: {short:,} to go"
     return check.detail
 
 
