@@ -329,8 +329,10 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
         report = config.out / "review.html"
         echo(f"review: {weeks[-1]}")
         # inside the services: with --s3 the policy is replayed on records that moto serves
+        rules = config.out / "review.yaml"  # the catalog's first candidate is the scorecard's champion
+        rules.write_text(f"champion: {next(iter(catalog.CANDIDATES))}\n", encoding="utf-8")
         _cli(["review", "--marts", str(config.out / "marts"), "--week", weeks[-1], "--out", str(report),
-              *_review_policy(ctx, policy)], "review", aws if config.s3 else {},
+              "--config", str(rules), *_review_policy(ctx, policy)], "review", aws if config.s3 else {},
              config.out / "logs" / "review.out")
     return Result(ctx["root"], config.out / "marts", report, report.with_suffix(".md"), weeks, sent, tickets,
                   Path(ctx["catalog"]), ctx.get("s3"), p95, policy)
