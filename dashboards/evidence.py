@@ -66,7 +66,7 @@ class Ledger:
         E.g. ``ledger at policy 1a2b3c4d5e6f: 2026-W44..2026-W47 (3 weeks, 4 looks; first look at 2026-W44)``.
         """
         policy = (
-            "the week's own thresholds (in-sample)" if self.policy == NO_POLICY else f"policy {self.policy}"
+            "the week's own thresholds" if self.policy == NO_POLICY else f"policy {self.policy}"
         )
         if not self.from_mart:
             return (

@@ -181,9 +181,19 @@ def accepted_of(e: Evidence) -> Accepted:
         g.accepted_correct,
         g.accepted_labelled,
         e.coverage,
-        g.describe(),
+        source_of(e),
         out_of_sample=e.policy is not None and not e.policy.in_sample,
     )
+
+
+def source_of(e: Evidence) -> str:
+    """Where the precision counts come from: in or out of sample, and the ledger (``Ledger.describe``)."""
+    if e.policy is None:
+        return f"in-sample: {e.ledger.describe()}"
+    chosen = e.policy.policy.chosen_on
+    if e.policy.in_sample:
+        return f"in-sample: policy chosen on the review week {chosen} itself, {e.ledger.describe()}"
+    return f"out of sample: policy chosen on {chosen}, {e.ledger.describe()}"
 
 
 def _usd(value: float) -> str:
@@ -214,7 +224,7 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
             Check(
                 PRECISION_REACHABLE,
                 high >= c.precision_target,
-                f"{g.describe()}: {g.accepted_correct:,}/{g.accepted_labelled:,} accepted correct, "
+                f"{source_of(e)}: {g.accepted_correct:,}/{g.accepted_labelled:,} accepted correct, "
                 f"anytime-valid upper bound {high:.3f} vs target {c.precision_target}",
                 "reject",
             ),
@@ -240,7 +250,7 @@ def go_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
             Check(
                 POLICY,
                 out_of_sample,
-                g.describe()
+                source_of(e)
                 + (
                     ""
                     if out_of_sample
@@ -263,7 +273,7 @@ def go_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
         Check(
             PRECISION,
             low >= c.precision_target,
-            f"{g.describe()}: {g.accepted_correct:,}/{g.accepted_labelled:,} accepted correct, anytime-valid "
+            f"{source_of(e)}: {g.accepted_correct:,}/{g.accepted_labelled:,} accepted correct, anytime-valid "
             f"lower bound {low:.3f} vs target {c.precision_target}",
         ),
         Check(

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from dashboards.cli import review as review_command
 from dashboards.marts import load_marts
+from pipelines.ledger import policy_key
 from pipelines.policy_cli import policy as policy_command
 from tests.dashboards.conftest import AS_OF, WEEK
 
@@ -108,13 +109,17 @@ def test_the_verdict_uses_the_policy_replayed_on_the_review_week(
     )
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
+    # the pipelines run was not given the policy: its ledger is the week's replay alone, and says so
     detail = (
-        f"out of sample: policy chosen on {CHOSEN_ON}, replayed on {WEEK}: "
-        f"{expected['accepted_correct']}/{expected['accepted_labelled']} accepted correct"
+        f"out of sample: policy chosen on {CHOSEN_ON}, policy {policy_key(policy_file)}, this week&#x27;s "
+        "labels only (no evidence ledger for it: pass the policy to `pipelines run --policy` to accumulate): "
+        f"{expected['accepted_correct']}/{expected['accepted_labelled']} accepted correct, "
+        "anytime-valid lower bound"
     )
-    assert page.count(detail) == 1
-    assert f"coverage {expected['coverage']:.1%} (out of sample" in page
-    assert "in-sample: the week&#x27;s own thresholds; go needs a policy" in page
+    assert detail in page
+    assert f"coverage {expected['coverage']:.1%} of scored decisions accepted at the policy" in page
+    assert "in-sample: ledger at the week&#x27;s own thresholds" in page
+    assert "go needs a policy chosen on another week" in page
     assert key.split(" ")[1] in page
 
 
