@@ -2,11 +2,11 @@
 -- each accepted when its proposal has a threshold and floor(confidence x grid) >= the threshold's grid index
 -- (the `thresholds` rule) and its probabilities are not one-hot (as `int_accepted` and the `evidence` mart
 -- count: a one-hot confidence is always 1), else sent to the abstain action. Reads `cfg_policy` (option_id, grid_index),
--- `int_decisions`, `int_segments`, `int_segment_weeks` and the prices, after a run over that week.
--- Parameters: $decision_type, $week, $model_key. Cost: the key's scoring that week (priced as in `cost`)
+-- `int_decisions`, `int_segments` and `int_segment_week_cost`, after a run over that week.
+-- Parameters: $decision_type, $week, $model_key. Cost: the key's scoring that week (`int_segment_week_cost`)
 -- per accepted decision. Severe errors: accepted, labelled, wrong, proposing a high-consequence option.
 with params as (
-    select grid, utilization from run_params
+    select grid from run_params
 ),
 
 segments as (
@@ -39,16 +39,9 @@ counted as (
 ),
 
 spent as (
-    select
-        sum(coalesce(weeks.sum_scorer_ms / 3600000.0 / params.utilization * instances.usd_per_hour,
-                     ((weeks.prompt_tokens - coalesce(weeks.cached_tokens, 0)) * tokens.usd_per_mtok_input
-                      + coalesce(weeks.cached_tokens, 0) * tokens.usd_per_mtok_cached) / 1e6)) as cost_usd
-    from int_segment_weeks as weeks
+    select sum(weeks.cost_usd) as cost_usd
+    from int_segment_week_cost as weeks
     join segments using (segment)
-    cross join params
-    left join cfg_instance_prices as instances on instances.instance_type = segments.instance_type
-    left join cfg_token_prices as tokens
-        on tokens.model_name = segments.model_name and segments.instance_type is null
     where strftime(weeks.week_start, '%G-W%V') = $week
 ),
 

@@ -2,7 +2,7 @@
 -- confidence grid cell, whether the decision is labelled and whether its probabilities are `one_hot`
 -- (no Brier or log-loss then; the calibration and threshold marts leave those cells out). Confusion, Brier, log-loss, thresholds,
 -- risk-coverage, selective and cost marts all sum over this small table instead of the decisions
--- (scorer time and tokens: `int_usage`).
+-- (scorer time, tokens and their cost: `int_segment_week_cost`).
 -- Counted per segment first (integer keys), then named from `int_segments`.
 with scored as (
     select * from int_decisions where is_scored

@@ -1,6 +1,6 @@
 -- The offered decisions counted per segment and ISO week (Monday, UTC), with their scorer time and prompt
 -- tokens, summed from `int_segment_hours`. The segments' strings are in `int_segments`; busy time and
--- tokens of the scored segments feed `int_usage`.
+-- tokens of the scored segments are priced in `int_segment_week_cost`.
 with hours as (
     select * from int_segment_hours
 ),

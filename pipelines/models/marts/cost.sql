@@ -1,8 +1,7 @@
 -- Cost per accepted decision and per correct accepted decision, per decision type, week, backend, device
--- and instance type. Instance-priced backends: instance-hours = busy hours (sum of scorer time) divided by
--- the assumed `utilization`, times the dated hourly price. Token-priced backends: uncached and cached prompt
--- tokens times the per-million-token prices. Correct accepted = accepted x precision of the accepted
--- labelled decisions (unlabelled ones are not known to be correct).
+-- and instance type: the segment-weeks' cost (`int_segment_week_cost`: instance-hours x the dated hourly
+-- price, or prompt tokens x the per-million-token prices) summed. Correct accepted = accepted x precision
+-- of the accepted labelled decisions (unlabelled ones are not known to be correct).
 with decisions as (
     select * from int_accepted
 ),
@@ -22,40 +21,44 @@ counted as (
     group by all
 ),
 
-usage as (
+spent as (
+    select
+        segments.decision_type, cost.week_start, segments.backend, segments.device, segments.instance_type,
+        segments.model_name,
+        sum(cost.sum_scorer_ms) / 3600000.0 as busy_hours,
+        sum(cost.uncached_tokens)::bigint as uncached_tokens,
+        sum(cost.cached_tokens)::bigint as cached_tokens,
+        max(cost.usd_per_hour) as usd_per_hour,
+        max(cost.price_date) as price_date,
+        sum(cost.cost_usd) as cost_usd
+    from int_segment_week_cost as cost
+    join int_segments as segments using (segment)
+    group by all
+),
+
+priced as (
     select
         counted.*,
-        spent.sum_scorer_ms / 3600000.0 as busy_hours,
-        (spent.prompt_tokens - coalesce(spent.cached_tokens, 0))::bigint as uncached_tokens,
-        coalesce(spent.cached_tokens, 0)::bigint as cached_tokens
+        spent.busy_hours,
+        spent.uncached_tokens,
+        coalesce(spent.cached_tokens, 0)::bigint as cached_tokens,
+        params.utilization,
+        spent.busy_hours / params.utilization as instance_hours,
+        spent.usd_per_hour,
+        spent.price_date,
+        spent.cost_usd
     from counted
-    left join int_usage as spent
+    cross join params
+    left join spent
         on spent.decision_type = counted.decision_type and spent.week_start = counted.week_start
         and spent.backend is not distinct from counted.backend and spent.device is not distinct from counted.device
         and spent.instance_type is not distinct from counted.instance_type
         and spent.model_name is not distinct from counted.model_name
 ),
 
-priced as (
-    select
-        usage.*,
-        params.utilization,
-        usage.busy_hours / params.utilization as instance_hours,
-        instances.usd_per_hour,
-        tokens.usd_per_mtok_input,
-        tokens.usd_per_mtok_cached,
-        coalesce(instances.price_date, tokens.price_date) as price_date
-    from usage
-    cross join params
-    left join cfg_instance_prices as instances on instances.instance_type = usage.instance_type
-    left join cfg_token_prices as tokens on tokens.model_name = usage.model_name and usage.instance_type is null
-),
-
 costed as (
     select
         *,
-        coalesce(instance_hours * usd_per_hour,
-                 (uncached_tokens * usd_per_mtok_input + cached_tokens * usd_per_mtok_cached) / 1e6) as cost_usd,
         accepted * accepted_correct / nullif(accepted_labelled, 0) as correct_accepted_estimate
     from priced
 ),

@@ -23,12 +23,11 @@ reference as (
         count(ref.ece) as reference_ece_weeks,
         max(ref.ece_high) as reference_ece_high
     from weekly as target
-    cross join params
+    join int_reference_window as window_weeks using (decision_type, model_key, week_start)
     join weekly as ref
         on ref.decision_type = target.decision_type
         and ref.model_key = target.model_key
-        and ref.week_start < target.week_start
-        and ref.week_start >= target.week_start - to_days(7 * params.reference_weeks)
+        and ref.week_start = window_weeks.reference_week_start
     group by all
 ),
 

@@ -40,12 +40,11 @@ weeks as (
 reference as (
     select target.decision_type, target.week_start, target.model_key, counts.q, sum(counts.n) as n
     from weeks as target
-    cross join params
+    join int_reference_window as window_weeks using (decision_type, model_key, week_start)
     join counts
         on counts.decision_type = target.decision_type
         and counts.model_key = target.model_key
-        and counts.week_start < target.week_start
-        and counts.week_start >= target.week_start - to_days(7 * params.reference_weeks)
+        and counts.week_start = window_weeks.reference_week_start
     group by all
 ),
 
@@ -104,12 +103,11 @@ shares as (
 reference_weeks as (
     select target.decision_type, target.week_start, target.model_key, count(*) as reference_weeks
     from weeks as target
-    cross join params
+    join int_reference_window as window_weeks using (decision_type, model_key, week_start)
     join weeks as ref
         on ref.decision_type = target.decision_type
         and ref.model_key = target.model_key
-        and ref.week_start < target.week_start
-        and ref.week_start >= target.week_start - to_days(7 * params.reference_weeks)
+        and ref.week_start = window_weeks.reference_week_start
     group by all
 ),
 

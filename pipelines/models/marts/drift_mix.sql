@@ -26,19 +26,25 @@ weeks as (
     select distinct mix, decision_type, week_start, model_key from mixes
 ),
 
+read_weeks as (
+    select mix, decision_type, week_start, model_key, week_start as read_week from weeks
+    union all
+    select target.mix, target.decision_type, target.week_start, target.model_key, window_weeks.reference_week_start
+    from weeks as target
+    join int_reference_window as window_weeks using (decision_type, model_key, week_start)
+),
+
 paired as (
     select
         target.mix, target.decision_type, target.week_start, target.model_key, mixes.option_id,
         sum(mixes.n) filter (where mixes.week_start = target.week_start) as current,
         sum(mixes.n) filter (where mixes.week_start < target.week_start) as reference
-    from weeks as target
-    cross join params
+    from read_weeks as target
     join mixes
         on mixes.mix = target.mix
         and mixes.decision_type = target.decision_type
         and mixes.model_key = target.model_key
-        and mixes.week_start <= target.week_start
-        and mixes.week_start >= target.week_start - to_days(7 * params.reference_weeks)
+        and mixes.week_start = target.read_week
     group by all
 ),
 

@@ -6,10 +6,10 @@
 -- only_b - (only_b - only_a)^2 / n) / n, z for `bootstrap_level`), McNemar's exact two-sided p-value on the
 -- discordant pairs (a binomial test, statsmodels' `mcnemar(exact=True)`), calibration of each on the pairs
 -- (mean confidence, top-label Brier: mean (confidence - correct)^2, over the pairs whose row is not
--- `one_hot`), and the scorer time and cost of each over all the decisions it scored that week (priced as in
--- `cost`). Outcomes outside the options are misses for both. Decisions are paired by the 64-bit hash of their id (`int_decisions.decision_key`).
+-- `one_hot`), and the scorer time and cost of each over all the decisions it scored that week
+-- (`int_segment_week_cost`, as `cost`). Outcomes outside the options are misses for both. Decisions are paired by the 64-bit hash of their id (`int_decisions.decision_key`).
 with params as (
-    select paired_z, utilization from run_params
+    select paired_z from run_params
 ),
 
 multi as (  -- decision types whose decisions more than one candidate scored
@@ -56,16 +56,10 @@ usage as (
         coalesce(segments.model_key, '*') as model_key,
         sum(weeks.offered) as scored,
         sum(weeks.sum_scorer_ms) as sum_scorer_ms,
-        sum(coalesce(weeks.sum_scorer_ms / 3600000.0 / params.utilization * instances.usd_per_hour,
-                     ((weeks.prompt_tokens - coalesce(weeks.cached_tokens, 0)) * tokens.usd_per_mtok_input
-                      + coalesce(weeks.cached_tokens, 0) * tokens.usd_per_mtok_cached) / 1e6)) as cost_usd
-    from int_segment_weeks as weeks
+        sum(weeks.cost_usd) as cost_usd
+    from int_segment_week_cost as weeks
     join int_segments as segments using (segment)
-    cross join params
-    left join cfg_instance_prices as instances on instances.instance_type = segments.instance_type
-    left join cfg_token_prices as tokens
-        on tokens.model_name = segments.model_name and segments.instance_type is null
-    where segments.is_scored and segments.decision_type in (select decision_type from multi)
+    where segments.decision_type in (select decision_type from multi)
     group by grouping sets (
         (segments.decision_type, weeks.week_start, segments.candidate, segments.model_key),
         (segments.decision_type, weeks.week_start, segments.candidate)
