@@ -29,6 +29,7 @@ from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from tests.pipelines.conftest import run_window
 from tests.pipelines.correctness_reference import stratified_ratio, units
+from tests.pipelines.test_mart_contracts import GRAIN
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -203,3 +204,21 @@ def test_auditor_agreement_equals_scikit_learn_and_lists_the_disagreements(trial
         differ = sorted(p[0] for p in pairs if p[1] != p[2])
         assert differ  # 5% wrong answers on each side
         assert sorted(r["decision_id"] for r in listed if r["sample_id"] == row["sample_id"]) == differ
+
+
+def test_the_audit_marts_keep_their_grain_and_shares(trial: Trial) -> None:
+    """One row per grain key (``test_mart_contracts.GRAIN``), no null key, every share and bound in [0, 1].
+
+    Kappa lies in [-1, 1]; low <= estimate <= high wherever there is an estimate.
+    """
+    for name in READS_AUDITS:
+        rows = _mart(trial.audited_out, name)
+        keys = [tuple(r[k] for k in GRAIN[name]) for r in rows]
+        assert rows, name
+        assert len(set(keys)) == len(keys), name
+        assert all(v is not None for key in keys for v in key), name
+    for row in _mart(trial.audited_out, "correctness"):
+        for measure in ("correctness", "right_vs_wrong", "wrong_vs_right"):
+            if row[measure] is not None:
+                assert 0 <= row[f"{measure}_low"] <= row[measure] <= row[f"{measure}_high"] <= 1, row
+    assert all(-1 <= r["kappa"] <= 1 for r in _mart(trial.audited_out, "auditor_agreement"))
