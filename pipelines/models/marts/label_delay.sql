@@ -4,9 +4,10 @@
 -- lag beside the lag the p99 recommends (whole days, rounded up). A week's delays are those known by
 -- `as_of`: for recent weeks the slowest outcomes have not arrived yet, so their p99 reads low; the weeks
 -- that have matured are the ones to read. Reads `raw_outcomes` (the staging views keep one outcome per
--- decision and drop its source) and `int_decisions` (decisions paired by the hash of their id).
+-- decision and drop its source) and `int_decisions` (decisions paired by the hash of their id), the target
+-- weeks' only (the reference weeks before them are not written).
 with params as (
-    select maturity_lag_days from run_params
+    select maturity_lag_days, reference_weeks, read_start::date as read_start_day from run_params
 ),
 
 reports as (
@@ -22,7 +23,9 @@ decisions as (
         min(decisions.received_at) as received_at
     from int_decisions as decisions
     join int_segments as segments using (segment)
+    cross join params
     where decisions.joined
+        and decisions.week_start - to_days(7 * params.reference_weeks) >= params.read_start_day
     group by all
 ),
 
