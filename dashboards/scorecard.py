@@ -28,10 +28,10 @@ from dashboards.stats import (
     Difference,
     holm,
     independent_difference,
-    interval_difference,
     paired_difference,
     per_accepted,
     ratio_difference,
+    se_difference,
     wilson,
 )
 from dashboards.verdict import COST, COST_HARD, P99, P99_HARD, Decision, accepted_of
@@ -149,8 +149,8 @@ def _pair_row(marts: Marts, decision_type: str, a: str, b: str) -> pd.Series | N
     return None
 
 
-def _correctness(marts: Marts, decision_type: str, key: str) -> tuple[float, float, float] | None:
-    """``(estimate, low, high)`` of audited correctness, where the ``correctness`` mart has audits."""
+def _correctness(marts: Marts, decision_type: str, key: str) -> tuple[float, float, float, float] | None:
+    """``(estimate, low, high, se)`` of audited correctness, where the ``correctness`` mart has audits."""
     frame = marts.frames.get("correctness")
     if frame is None or frame.empty or "correctness" not in frame:
         return None
@@ -159,7 +159,10 @@ def _correctness(marts: Marts, decision_type: str, key: str) -> tuple[float, flo
     if rows.empty or not int(rows.iloc[0].get("audited") or 0):
         return None
     row = rows.iloc[0]
-    return float(row["correctness"]), float(row["correctness_low"]), float(row["correctness_high"])
+    estimate, low, high, se = (
+        float(row[c]) for c in ("correctness", "correctness_low", "correctness_high", "correctness_se")
+    )
+    return estimate, low, high, se
 
 
 def _rows(
@@ -187,7 +190,7 @@ def _rows(
                 "audited correctness",
                 f"{ca[0]:.1%} [{ca[1]:.1%}, {ca[2]:.1%}]",
                 f"{cb[0]:.1%} [{cb[1]:.1%}, {cb[2]:.1%}]",
-                interval_difference(cb, ca),
+                se_difference((cb[0], cb[3]), (ca[0], ca[3])),
                 100,
                 "pts",
             )

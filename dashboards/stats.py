@@ -9,8 +9,9 @@
   and the pooled two-proportion z-test.
 - **Ratios** (cost per accepted decision = cost per scored / coverage): the delta method, var(c / p) =
   c^2 var(p) / p^4 with var(p) = p (1 - p) / n.
-- **Estimates with a stated interval** (audited correctness, from the ``correctness`` mart): se from the
-  interval's half-width, the difference's se as if independent (conservative when the audits overlap).
+- **Estimates with a standard error** (audited correctness, from the ``correctness`` mart's
+  ``correctness_se``): the difference's se as if independent (conservative: the candidates are audited
+  on the same decisions, which correlates them positively), and its Wald interval.
 - **Holm's step-down** adjustment of every p-value of a review (all candidates and decision types).
 """
 
@@ -93,10 +94,9 @@ def ratio_difference(b: tuple[float, float], a: tuple[float, float]) -> Differen
     return Difference(value, value - Z95 * se, value + Z95 * se, p)
 
 
-def interval_difference(b: tuple[float, float, float], a: tuple[float, float, float]) -> Difference:
-    """B - A of two estimates given as ``(value, low, high)`` 95% intervals, as if independent."""
-    se_b, se_a = (b[2] - b[1]) / (2 * Z95), (a[2] - a[1]) / (2 * Z95)
-    value, se = b[0] - a[0], math.hypot(se_b, se_a)
+def se_difference(b: tuple[float, float], a: tuple[float, float]) -> Difference:
+    """B - A of two estimates given as ``(value, standard error)``, as if independent."""
+    value, se = b[0] - a[0], math.hypot(b[1], a[1])
     p = None if se == 0 else float(2 * norm.sf(abs(value) / se))
     return Difference(value, value - Z95 * se, value + Z95 * se, p)
 

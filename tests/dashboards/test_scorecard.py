@@ -14,7 +14,9 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
+from dashboards.config import DEFAULTS
 from dashboards.marts import CANDIDATE, identity_of, load_marts
+from dashboards.report import review
 from dashboards.scorecard import Row, Scorecard, recommend
 from dashboards.stats import (
     Z95,
@@ -26,7 +28,11 @@ from dashboards.stats import (
     ratio_difference,
 )
 from dashboards.verdict import P99_HARD, Check, Decision, Verdict
-from tests.dashboards.conftest import AS_OF, WEEK
+from pipelines import synth
+from pipelines.auditor import generate_audited
+from pipelines.storage import open_root
+from tests.dashboards.conftest import AS_OF, WEEK, run_marts
+from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -185,3 +191,38 @@ def test_the_recommendation_names_a_gate_both_fail_on_one_scorer() -> None:
     assert f"both fail '{P99_HARD}', which their one scorer sets, not the model" in shown
     unshown = recommend(dataclasses.replace(card, rows=(dataclasses.replace(lead, holm_p=0.2),)), verdicts)
     assert unshown.startswith("Keep none for now: no difference shown yet")
+
+
+@pytest.fixture(scope="module")
+def audited_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Review, pd.DataFrame]:
+    """The trial-shaped review with production wrong on 10% and each week's audit sample answered."""
+    records = tmp_path_factory.mktemp("audited-records")
+    plan = dataclasses.replace(TRIAL, knobs=dataclasses.replace(TRIAL.knobs, production_error_rate=0.1))
+    generate_audited(open_root(str(records)), plan, synth.Auditor(seed=3))
+    marts = load_marts(
+        str(run_marts(records, tmp_path_factory.mktemp("audited-marts"), "2026-W44", TRIAL_WEEK)), TRIAL_WEEK
+    )
+    return review(marts, DEFAULTS), marts.of_week("correctness")
+
+
+def test_audited_correctness_is_compared_where_audits_exist(
+    audited_review: tuple[Review, pd.DataFrame],
+) -> None:
+    """With audits, the scorecard compares audited correctness, and the trust strip counts the audits.
+
+    The difference is of the correctness mart's estimates, its se the two standard errors combined; the
+    recommendation reads it.
+    """
+    result, mart = audited_review
+    (section,) = result.sections
+    (card,) = section.scorecards
+    row = next(r for r in card.rows if r.metric == "audited correctness")
+    est = mart.set_index(CANDIDATE)
+    a, b = est.loc[card.champion], est.loc[card.challenger]
+    assert row.difference is not None
+    assert row.difference.value == pytest.approx(b["correctness"] - a["correctness"], abs=1e-12)
+    se = math.hypot(a["correctness_se"], b["correctness_se"])
+    assert row.difference.high - row.difference.value == pytest.approx(Z95 * se, rel=1e-6)
+    assert "audited correctness" in card.recommendation or card.recommendation.startswith("Carry forward")
+    audits = next(f for f in result.facts if f.label == "audits")
+    assert audits.value == f"{int(est.loc['production', 'audited']):,} decisions"
