@@ -61,6 +61,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "identity_changes"),
     ("marts", "paired"),
     ("marts", "cost"),
+    ("intermediate", "int_audits"),
     ("intermediate", "int_audited"),
     ("intermediate", "int_audit_pairs"),
     ("marts", "correctness"),
