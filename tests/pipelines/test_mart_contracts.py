@@ -26,6 +26,8 @@ GRAIN = {
     "thresholds": (*GROUP, "option_id"),
     "risk_coverage": (*GROUP, "threshold"),
     "selective": GROUP,
+    "evidence": (*GROUP, "policy"),
+    "label_delay": ("decision_type", "week_start", "source"),
     "latency": ("decision_type", "week_start", "backend", "device", "instance_type"),
     "cost": ("decision_type", "week_start", "backend", "device", "instance_type", "model_name"),
     "identities": GROUP,
