@@ -65,9 +65,7 @@ class Ledger:
 
         E.g. ``ledger at policy 1a2b3c4d5e6f: 2026-W44..2026-W47 (3 weeks, 4 looks; first look at 2026-W44)``.
         """
-        policy = (
-            "the week's own thresholds" if self.policy == NO_POLICY else f"policy {self.policy}"
-        )
+        policy = "the week's own thresholds" if self.policy == NO_POLICY else f"policy {self.policy}"
         if not self.from_mart:
             return (
                 f"{policy}, this week's labels only (no evidence ledger for it: pass the policy to "
@@ -297,7 +295,13 @@ def gather(
         at_min_coverage=at_coverage(marts, decision_type, candidate, min_coverage),
         ledger=ledger,
         maturity=maturity_of(marts, decision_type, row if row is not None else selective),
-        health=health_of(marts, decision_type, candidate, row),
+        # the labelled-vs-unlabelled confidence does not depend on the policy: any row of the key has it
+        health=health_of(
+            marts,
+            decision_type,
+            candidate,
+            row if row is not None else _ledger_row(marts, decision_type, candidate, NO_POLICY),
+        ),
         drift=DriftReference(
             ece_reference_weeks=_int(drift, "reference_ece_weeks")
             if _has(drift, "reference_ece_weeks")

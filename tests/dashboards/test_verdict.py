@@ -218,14 +218,17 @@ def test_by_default_go_needs_an_out_of_sample_policy() -> None:
 def test_the_rules_read_the_ledger_at_the_policy() -> None:
     """The ledger row of the given policy decides, not the in-sample numbers.
 
-    A policy the pipelines were not given falls back to this week's replay, and the reasons say so.
+    A policy the pipelines were not given falls back to this week's replay, and the reasons say so; its
+    health checks read the key's other ledger row (the labelled confidence does not depend on the policy).
     """
     v = verdict_of(crafted(policy=POLICY_SHA[:12], accepted_correct=960), DEFAULTS, replayed())
     assert v.decision is Decision.WAIT
     assert any("precision lower bound" in r and "ledger at policy 0123456789ab" in r for r in v.reasons)
     v = verdict_of(crafted(policy="none"), DEFAULTS, replayed(accepted_correct=960))
     assert v.decision is Decision.WAIT
+    assert failed(v) == {"precision lower bound meets target"}
     assert any("this week's labels only" in r for r in v.reasons), v.reasons
+    assert verdict_of(crafted(policy="none"), DEFAULTS, replayed()).decision is Decision.GO
 
 
 @pytest.mark.parametrize(
