@@ -12,7 +12,9 @@ The limit adapts: it is about ``TARGET_S`` seconds of the writer's measured thro
 ``MIN_ITEMS`` and the ``SHADOW_RECORD_BACKLOG`` setting, and the bytes never pass
 ``SHADOW_RECORD_BACKLOG_BYTES``. The door (`shadow.mirror`) asks `room` before it accepts a decision
 and sheds it (reason ``shed``, counted in ``drops``) when there is none: work is never spent on a
-decision whose row could not be written in time.
+decision whose row could not be written in time. A challenger's decision is accepted only while the
+backlog stays under half its limits (`room` with ``share``): a slow challenger holds the room its
+accepted decisions reserved, and never the half the champion needs.
 """
 
 from __future__ import annotations
@@ -48,10 +50,14 @@ class Backlog:
         """How many items (queued plus reserved) the door admits now."""
         return min(self.max_items, max(MIN_ITEMS, int(self.written.rate * TARGET_S)))
 
-    def room(self, size: int) -> bool:
-        """Whether a decision of ``size`` bytes may be accepted (its row is sure to fit)."""
+    def room(self, size: int, share: float = 1.0) -> bool:
+        """Whether a decision of ``size`` bytes may be accepted (its row is sure to fit).
+
+        ``share``: the part of the limits the backlog may reach with it (a challenger's: one half).
+        """
         used = len(self.items) + self.reserved
-        return used < self.limit and self.bytes + self.reserved_bytes + size + ROW_OVERHEAD <= self.max_bytes
+        held = self.bytes + self.reserved_bytes + size + ROW_OVERHEAD
+        return used < self.limit * share and held <= self.max_bytes * share
 
     def reserve(self, size: int) -> None:
         """Hold room for an accepted decision's row."""

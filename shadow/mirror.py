@@ -117,7 +117,7 @@ class Mirror:
         """``shed`` when the lane's workers could not start it in time, or the row backlog has no room."""
         if lane.over_throughput(d.cand.spec.deadline_s):
             gate = "lane_throughput"
-        elif not self.recorder.room(d.size):
+        elif not self.recorder.room(d.size, champion=d.cand is d.rt.candidates[0]):
             gate = "row_backlog"
         else:
             return None

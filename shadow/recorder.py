@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("shadow.decisions")
 Pending = tuple[QueuedDecision, str] | dict[str, Any]
 FLUSH_S = 1.0
+CHALLENGER_SHARE = 0.5
+"""A challenger's decisions are accepted while the row backlog stays under this share of its limits."""
 MAX_OUTCOME_WRITES = 1024
 """Proxy-mode outcomes being written at once; beyond, an outcome is counted lost (a metric)."""
 
@@ -52,9 +54,12 @@ class Recorder:
         self._outcome_tasks: set[asyncio.Task[None]] = set()
         self._current: asyncio.Future[None] | None = None
 
-    def room(self, size: int) -> bool:
-        """Whether the door may accept a decision of ``size`` bytes (see `Backlog.room`)."""
-        return self.backlog.room(size)
+    def room(self, size: int, *, champion: bool = True) -> bool:
+        """Whether the door may accept a decision of ``size`` bytes (see `Backlog.room`).
+
+        A challenger's only while the backlog stays under half full: the rest is the champion's.
+        """
+        return self.backlog.room(size, 1.0 if champion else CHALLENGER_SHARE)
 
     def reserve(self, d: QueuedDecision) -> None:
         """Hold backlog room for an accepted decision's row."""

@@ -231,6 +231,34 @@ async def test_shedding_at_the_door_is_the_slow_candidates_alone(scorer_url: str
     assert slow[None] + slow["shed"] == 215, slow  # what the challenger queued it scored in time
 
 
+async def test_a_slow_challenger_never_sheds_the_champion_for_backlog_room(scorer_url: str,
+                                                                           tmp_path: Path) -> None:
+    """A row backlog of 100 and a challenger whose calls never end: it holds what it reserved.
+
+    Four batches of 40, each once the champion has scored the one before. The challenger's accepted
+    decisions keep their rows' room reserved until the stop; it may take only half the backlog
+    (the rest is shed, gate ``row_backlog``), so the champion's 40 always fit and it scores all 160,
+    as alone. Were the room shared first come, first served, the champion would shed a third of them.
+    """
+    async def drive(url: str, app: web.Application, _n: int) -> int:
+        lane = app[MIRROR].lanes[CHAMPION]
+        shed = app[METRICS].shed.labels("tickets", CHAMPION, "row_backlog")
+        for i in range(1, 5):
+            await offer_batches(url, [f"r{i}"], n=40)
+            await until(lambda i=i: lane.finished.count + shed._value.get() == 40 * i)  # type: ignore[misc]
+        return 160
+
+    async with fault_scorer("slow") as slow_url:
+        champion = {"timeout_s": 5.0, "deadline_s": 3600.0}
+        dtype = ticket_type(scorer_url, scorer=champion,
+                            candidates=challenger(slow_url, timeout_s=60.0, deadline_s=120.0))
+        paired = await paired_and_alone(tmp_path, dtype, drive, workers=1, record_backlog=100)
+    assert paired[CHAMPION].reasons() == {None: 160}
+    slow = paired[CHALLENGER].reasons()
+    assert slow["shed"] > 0, slow
+    assert slow["shutdown"] <= 50, slow  # the half it may hold
+
+
 async def test_handoff_full_is_accounted_to_both_candidates(scorer_url: str, tmp_path: Path) -> None:
     """60 claimed 20 KB exchanges while the sidecar's loop is blocked: the relay drops some at the hand-off.
 
