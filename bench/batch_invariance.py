@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import scorer.runtime  # noqa: F401  (its import sends llama.cpp's logs to Python logging: silent here)
 from scorer.model_files import resolve_model_path
+from scorer.runtime import init_backend
 
 TEXTS = [
     "I was charged twice for my subscription this month, please refund.",
@@ -49,6 +49,7 @@ class Runner:
     """One model and context; ``run`` decodes groups of (seq_id, tokens) in one call."""
 
     def __init__(self, repack: bool, threads: int) -> None:
+        init_backend()  # llama.cpp's logs go to Python logging (silent here), its backend once
         params = llama_cpp.llama_model_default_params()
         params.use_extra_bufts = repack
         self.model = llama_cpp.llama_model_load_from_file(str(resolve_model_path(None)).encode(), params)

@@ -134,12 +134,8 @@ class Engine:
             batched = 1 if kept is None else kept[1]
             scored = (self._reused(prepared, kept[0]) if kept is not None
                       else self._remember(prepared, self.score_prepared(prepared), 1))
-        scores = normalize(scored.logits, norm, prepared.seg.options, texts, baseline)
-        probs = softmax(scores)
-        elapsed = (time.perf_counter() - started) * 1000
-        return respond(request, seg=prepared.seg, state_tokens_dropped=prepared.state_tokens_dropped,
-                       logits=scored.logits, cached_tokens=scored.cached_tokens, probs=probs,
-                       identity=self.identity, timing={"queue": queue_ms, "score": elapsed}, batched=batched)
+        timing = {"queue": queue_ms, "score": (time.perf_counter() - started) * 1000}
+        return self._respond(request, (prepared, scored, baseline, batched), timing)
 
     def score_many(
         self, requests: Sequence[ScoreRequest], *, queue_ms: Sequence[float] | None = None
@@ -178,16 +174,19 @@ class Engine:
                     out[k] = out[first]
         elapsed = (time.perf_counter() - started) * 1000
         waits = list(queue_ms) if queue_ms is not None else [0.0] * len(requests)
-        for k, (prep, scored_one, baseline, batched) in done.items():
-            request = requests[k]
-            texts = [o.text for o in request.options]
-            norm = request.scoring.normalization
-            probs = softmax(normalize(scored_one.logits, norm, prep.seg.options, texts, baseline))
-            out[k] = respond(request, seg=prep.seg, state_tokens_dropped=prep.state_tokens_dropped,
-                             logits=scored_one.logits, cached_tokens=scored_one.cached_tokens, probs=probs,
-                             identity=self.identity, timing={"queue": waits[k], "score": elapsed},
-                             batched=batched)
+        for k, one in done.items():
+            out[k] = self._respond(requests[k], one, {"queue": waits[k], "score": elapsed})
         return [r for r in out if r is not None]
+
+    def _respond(self, request: ScoreRequest, done: Done, timing: dict[str, float]) -> ScoreResponse:
+        """The tail of `score` and `score_many`: normalize, softmax, and the SemIf response."""
+        prepared, scored, baseline, batched = done
+        texts = [o.text for o in request.options]
+        norm = request.scoring.normalization
+        scores = normalize(scored.logits, norm, prepared.seg.options, texts, baseline)
+        return respond(request, seg=prepared.seg, state_tokens_dropped=prepared.state_tokens_dropped,
+                       logits=scored.logits, cached_tokens=scored.cached_tokens, probs=softmax(scores),
+                       identity=self.identity, timing=timing, batched=batched)
 
     def _score_planned(self, prepared: dict[int, Prepared], baselines: dict[int, FloatArray | None],
                        done: dict[int, Done], out: list[ScoreResponse | Exception | None]) -> None:

@@ -8,6 +8,7 @@ tokens it asks for, so it talks to the C API here. Nothing outside this module t
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
 from dataclasses import dataclass
@@ -36,10 +37,15 @@ def _forward_llama_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> 
 
 
 # llama.cpp keeps a raw pointer to this callback for the life of the process: it must never be freed
-# (a freed callback crashes the next log line), so it is a module-level constant, set once.
+# (a freed callback crashes the next log line), so it is a module-level constant, handed over once.
 _LOG_CALLBACK = llama_cpp.llama_log_callback(_forward_llama_log)
-llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
-llama_cpp.llama_backend_init()
+
+
+@functools.cache
+def init_backend() -> None:
+    """Route llama.cpp's log lines to `log` and initialise its backend: once, on first use, not at import."""
+    llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
+    llama_cpp.llama_backend_init()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +97,7 @@ class LlamaRuntime:
         if config.n_batch < config.n_seq_max:
             raise ValueError("n_batch must be >= n_seq_max (llama.cpp aborts otherwise)")
         self.config = config
+        init_backend()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = config.n_gpu_layers
         model_params.use_extra_bufts = config.repack
@@ -274,6 +281,7 @@ class LlamaRuntime:
 
 def system_info() -> str:
     """llama.cpp's build and CPU feature line (``llama_print_system_info``)."""
+    init_backend()
     return bytes(llama_cpp.llama_print_system_info()).decode().strip()
 
 
@@ -290,4 +298,5 @@ def ggml_commit() -> str:
 
 def supports_gpu_offload() -> bool:
     """Whether the compiled llama.cpp has a GPU backend (CUDA build)."""
+    init_backend()
     return bool(llama_cpp.llama_supports_gpu_offload())
