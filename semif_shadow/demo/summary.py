@@ -66,14 +66,17 @@ def mart(marts: Path, name: str, week: str) -> list[dict[str, Any]]:
     return [r for r in pq.read_table(path).to_pylist() if r["decision_type"] == DECISION_TYPE]
 
 
-def read_proposals(root: str, s3_endpoint: str | None) -> pa.Table:
-    """The columns the table needs from every proposals file under the records ``root``."""
+def read_proposals(root: str, s3_endpoint: str | None, aws: dict[str, str] | None = None) -> pa.Table:
+    """The columns the table needs from every proposals file under ``root`` (on S3 with ``aws``'s keys)."""
     import pyarrow.dataset as ds  # noqa: PLC0415
     from pyarrow import fs  # noqa: PLC0415
 
     columns = ["candidate", "status", "scorer_ms", "received_at"]
     if root.startswith("s3://"):
-        s3 = fs.S3FileSystem(endpoint_override=s3_endpoint, region="us-east-1")
+        keys = aws or {}
+        s3 = fs.S3FileSystem(endpoint_override=s3_endpoint, region="us-east-1",
+                             access_key=keys.get("AWS_ACCESS_KEY_ID"),
+                             secret_key=keys.get("AWS_SECRET_ACCESS_KEY"))
         return ds.dataset(f"{root[5:]}/proposals", filesystem=s3, format="parquet").to_table(columns=columns)
     return ds.dataset(f"{root}/proposals", format="parquet").to_table(columns=columns)
 

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,30 @@ class DemoConfig:
     progress: bool = True
     scorer_threads: int | None = None
     """llama.cpp threads of the demo's scorer; None: `scorer_threads()`, one core fewer than the machine."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the phases of one run share, built in `run` and passed to each (no environment changed)."""
+
+    token: str
+    """The sidecar's bearer token for outcomes."""
+    key: str
+    """The sidecar's redaction key."""
+    root: str
+    """Where the records go: a folder, or ``s3://`` on moto with ``--s3``."""
+    aws: dict[str, str] = field(default_factory=dict)
+    """Moto's credentials with ``--s3``, added to each process's environment that reads the records."""
+    s3: str | None = None
+    """Moto's endpoint with ``--s3``."""
+    scorer: str = ""
+    router: str = ""
+    catalog: str = ""
+
+    @property
+    def s3_args(self) -> list[str]:
+        """``--s3-endpoint URL`` for the commands that read the records, with ``--s3``."""
+        return ["--s3-endpoint", self.s3] if self.s3 else []
 
 
 @dataclass(frozen=True)
@@ -139,7 +163,7 @@ def _fresh(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def _start_s3(services: Services, env: dict[str, str]) -> str:
+def _start_s3(services: Services, aws: dict[str, str]) -> str:
     import boto3  # noqa: PLC0415  (only with --s3)
 
     port = free_port()
@@ -148,8 +172,8 @@ def _start_s3(services: Services, env: dict[str, str]) -> str:
     endpoint = f"http://127.0.0.1:{port}"
     services.wait_healthy(moto, f"{endpoint}/moto-api/", 60)
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                 aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                 aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"]).create_bucket(Bucket=BUCKET)
+                 aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+                 aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"]).create_bucket(Bucket=BUCKET)
     return endpoint
 
 
@@ -169,15 +193,15 @@ def _start_core(config: DemoConfig, services: Services) -> tuple[str, str]:
 
 
 def _week(config: DemoConfig, services: Services, k: int, monday: dt.date,  # noqa: PLR0913, PLR0917  (run, week)
-          tickets: list[Ticket], ctx: dict[str, str]) -> list[traffic.Sent]:
+          tickets: list[Ticket], trial: Run) -> list[traffic.Sent]:
     """One simulated week through a sidecar whose clock runs in it."""
     start = dt.datetime.combine(monday, dt.time(DAY_START_H), dt.UTC).timestamp()
     api_port, proxy_port = free_port(), free_port()
     clock = SimClock(start, time.time(), SPEED)
     argv = [sys.executable, "-m", "semif_shadow.demo.clock", *clock.argv(), "--", "sidecar", "run",
-            "--catalog", ctx["catalog"], "--port", str(api_port), "--proxy-port", str(proxy_port),
-            "--upstream", ctx["router"]]
-    env = _sidecar_env(config, ctx)
+            "--catalog", trial.catalog, "--port", str(api_port), "--proxy-port", str(proxy_port),
+            "--upstream", trial.router]
+    env = _sidecar_env(config, trial)
     sidecar = services.start(f"sidecar-{label(monday)}", argv, env, (api_port, proxy_port))
     api, proxy = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{proxy_port}"
     services.wait_healthy(sidecar, f"{api}/healthz", 120)
@@ -189,19 +213,19 @@ def _week(config: DemoConfig, services: Services, k: int, monday: dt.date,  # no
         asyncio.run(traffic.wait_rows(api, expected, bar.update, timeout_s=catalog.DEADLINE_S + 120))
     late = traffic.late_outcomes(sent, {t.ticket_id: t.truth for t in tickets}, config.seed + k)
     with _bar(config, len(late), f"{week} late outcomes") as bar:
-        asyncio.run(traffic.post_outcomes(api, ctx["token"], late, bar.update))
+        asyncio.run(traffic.post_outcomes(api, trial.token, late, bar.update))
     code = services.stop(sidecar)
     if code != 0:
         raise DemoError(f"the {week} sidecar exited with {code}: see {sidecar.log}")
     return sent
 
 
-def _sidecar_env(config: DemoConfig, ctx: dict[str, str]) -> dict[str, str]:
-    env = {"SHADOW_RECORDS_ROOT": ctx["root"], "SHADOW_RECORDS_SPOOL_DIR": str(config.out / "spool"),
-           "SHADOW_RECORDS_WRITER_ID": "demo", "SHADOW_REDACTION_KEY": ctx["key"],
-           "SHADOW_WORKERS": "2", catalog.TOKEN_ENV: ctx["token"]}
-    if "s3" in ctx:
-        env |= {"SHADOW_RECORDS_S3_ENDPOINT_URL": ctx["s3"], "SHADOW_RECORDS_S3_REGION": "us-east-1"}
+def _sidecar_env(config: DemoConfig, trial: Run) -> dict[str, str]:
+    env = {"SHADOW_RECORDS_ROOT": trial.root, "SHADOW_RECORDS_SPOOL_DIR": str(config.out / "spool"),
+           "SHADOW_RECORDS_WRITER_ID": "demo", "SHADOW_REDACTION_KEY": trial.key,
+           "SHADOW_WORKERS": "2", catalog.TOKEN_ENV: trial.token, **trial.aws}
+    if trial.s3:
+        env |= {"SHADOW_RECORDS_S3_ENDPOINT_URL": trial.s3, "SHADOW_RECORDS_S3_REGION": "us-east-1"}
     return env
 
 
@@ -226,24 +250,22 @@ def _cli(args: list[str], what: str, env: dict[str, str], log: Path) -> None:
         raise DemoError(f"{what} failed with exit code {code}: {last[0]} (see {log})")
 
 
-def _choose(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str],
-            candidate: str) -> tuple[Path, dict[str, Any]]:
+def _choose(config: DemoConfig, trial: Run, weeks: list[str], candidate: str) -> tuple[Path, dict[str, Any]]:
     """``pipelines policy choose`` for ``candidate`` on the week before the last, ``replay`` on the last."""
-    s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
     champion = candidate == next(iter(catalog.CANDIDATES))
     chosen = config.out / ("policy.json" if champion else f"policy-{candidate}.json")
     logs = config.out / "logs"
     replayed = logs / ("policy-replay.out" if champion else f"policy-replay-{candidate}.out")
-    _cli(["pipelines", "policy", "choose", "--root", ctx["root"], "--week", weeks[-2], "--type",
-          catalog.DECISION_TYPE, "--candidate", candidate, "--out", str(chosen), *s3_args],
-         f"policy choose ({candidate})", env, logs / f"policy-choose-{candidate}.out")
-    _cli(["pipelines", "policy", "replay", "--root", ctx["root"], "--week", weeks[-1],
-          "--policy", str(chosen), *s3_args], f"policy replay ({candidate})", env, replayed)
+    _cli(["pipelines", "policy", "choose", "--root", trial.root, "--week", weeks[-2], "--type",
+          catalog.DECISION_TYPE, "--candidate", candidate, "--out", str(chosen), *trial.s3_args],
+         f"policy choose ({candidate})", trial.aws, logs / f"policy-choose-{candidate}.out")
+    _cli(["pipelines", "policy", "replay", "--root", trial.root, "--week", weeks[-1],
+          "--policy", str(chosen), *trial.s3_args], f"policy replay ({candidate})", trial.aws, replayed)
     replay: dict[str, Any] = json.loads(replayed.read_text(encoding="utf-8"))
     return chosen, replay
 
 
-def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict[str, str]) -> dict[str, Any]:
+def _policy(config: DemoConfig, trial: Run, weeks: list[str]) -> dict[str, Any]:
     """A policy per candidate chosen on the week before the last and replayed on the last.
 
     The champion's replay JSON, with ``files``: every policy that replayed (the review is given them all,
@@ -254,7 +276,7 @@ def _policy(config: DemoConfig, ctx: dict[str, str], weeks: list[str], env: dict
     result: dict[str, Any] = {}
     for candidate in catalog.CANDIDATES:
         try:
-            chosen, replay = _choose(config, ctx, weeks, env, candidate)
+            chosen, replay = _choose(config, trial, weeks, candidate)
         except DemoError as exc:  # e.g. the candidate scored nothing that week: the review still comes
             if candidate == champion:
                 result = {"error": str(exc)}
@@ -285,12 +307,11 @@ def _audit(config: DemoConfig, tickets: list[Ticket], week: str,
         raise DemoError(f"the simulated auditor failed with exit code {code} (see {log})")
 
 
-def _review_policy(ctx: dict[str, str], policy: dict[str, Any]) -> list[str]:
+def _review_policy(trial: Run, policy: dict[str, Any]) -> list[str]:
     """The review's ``--policy`` arguments: every policy the demo chose, replayed on the records."""
     if not policy["files"]:
         return []
-    s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
-    return [*(a for f in policy["files"] for a in ("--policy", f)), "--records", ctx["root"], *s3_args]
+    return [*(a for f in policy["files"] for a in ("--policy", f)), "--records", trial.root, *trial.s3_args]
 
 
 def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
@@ -301,38 +322,35 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
     weeks = [label(m) for m in mondays]
     echo(f"{len(tickets)} {config.workload} tickets over {', '.join(weeks)} (simulated); "
          f"output in {config.out}")
-    aws = {"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo", "AWS_DEFAULT_REGION": "us-east-1"}
-    ctx = {"token": secrets.token_urlsafe(16), "key": secrets.token_urlsafe(32),
-           "root": str(config.out / "records")}
+    trial = Run(secrets.token_urlsafe(16), secrets.token_urlsafe(32), str(config.out / "records"))
     sent: list[traffic.Sent] = []
     with Services(config.out / "logs") as services:
         if config.s3:
-            os.environ.update(aws)
-            ctx["s3"] = _start_s3(services, aws)
-            ctx["root"] = f"s3://{BUCKET}/records"
-        ctx["scorer"], ctx["router"] = _start_core(config, services)
-        ctx["catalog"] = str(catalog.write(config.out / "catalog.yaml", ctx["scorer"], config.workload))
+            aws = {"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo",
+                   "AWS_DEFAULT_REGION": "us-east-1"}
+            trial = replace(trial, aws=aws, s3=_start_s3(services, aws), root=f"s3://{BUCKET}/records")
+        scorer, router = _start_core(config, services)
+        written = catalog.write(config.out / "catalog.yaml", scorer, config.workload)
+        trial = replace(trial, scorer=scorer, router=router, catalog=str(written))
         for k, monday in enumerate(mondays):
-            sent += _week(config, services, k, monday, [t for t in tickets if t.week == k], ctx)
+            sent += _week(config, services, k, monday, [t for t in tickets if t.week == k], trial)
         (config.out / "sent.jsonl").write_text("".join(json.dumps(s.row()) + "\n" for s in sent),
                                                encoding="utf-8")
-        s3_args = ["--s3-endpoint", ctx["s3"]] if "s3" in ctx else []
         echo(f"audit: {weeks[-1]}'s sample answered by a simulated auditor")
-        _audit(config, tickets, weeks[-1], (ctx["root"], ctx.get("s3"), ctx["catalog"]),
-               aws if config.s3 else {})
+        _audit(config, tickets, weeks[-1], (trial.root, trial.s3, trial.catalog), trial.aws)
         echo("pipelines: the marts of every simulated week")
-        _cli(["pipelines", "run", "--root", ctx["root"], "--since", weeks[0], "--until", weeks[-1],
-              "--out", str(config.out / "marts"), "--catalog", ctx["catalog"], *s3_args],
-             "pipelines run", aws if config.s3 else {}, config.out / "logs" / "pipelines.out")
-        p95 = summary.p95_by_candidate(summary.read_proposals(ctx["root"], ctx.get("s3")), weeks[-1])
-        policy = _policy(config, ctx, weeks, aws if config.s3 else {})
+        _cli(["pipelines", "run", "--root", trial.root, "--since", weeks[0], "--until", weeks[-1],
+              "--out", str(config.out / "marts"), "--catalog", trial.catalog, *trial.s3_args],
+             "pipelines run", trial.aws, config.out / "logs" / "pipelines.out")
+        p95 = summary.p95_by_candidate(summary.read_proposals(trial.root, trial.s3, trial.aws), weeks[-1])
+        policy = _policy(config, trial, weeks)
         report = config.out / "review.html"
         echo(f"review: {weeks[-1]}")
         # inside the services: with --s3 the policy is replayed on records that moto serves
         rules = config.out / "review.yaml"  # the catalog's first candidate is the scorecard's champion
         rules.write_text(f"champion: {next(iter(catalog.CANDIDATES))}\n", encoding="utf-8")
         _cli(["review", "--marts", str(config.out / "marts"), "--week", weeks[-1], "--out", str(report),
-              "--config", str(rules), *_review_policy(ctx, policy)], "review", aws if config.s3 else {},
+              "--config", str(rules), *_review_policy(trial, policy)], "review", trial.aws,
              config.out / "logs" / "review.out")
-    return Result(ctx["root"], config.out / "marts", report, report.with_suffix(".md"), weeks, sent, tickets,
-                  Path(ctx["catalog"]), ctx.get("s3"), p95, policy)
+    return Result(trial.root, config.out / "marts", report, report.with_suffix(".md"), weeks, sent, tickets,
+                  Path(trial.catalog), trial.s3, p95, policy)
