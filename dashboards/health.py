@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 
 from scipy.stats import binomtest, chi2_contingency
 
+from dashboards.checks import Check
+
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.evidence import Evidence
-    from dashboards.verdict import Check
 
 SRM = "sample ratio matches the sampling"
 OVERLAP = "candidates scored the same decisions"
@@ -44,8 +45,6 @@ RULES = (SRM, OVERLAP, LABEL_SHIFT, LABEL_DELAY)
 
 
 def _check(rule: str, *, passed: bool, detail: str, kind: str = "health") -> Check:
-    from dashboards.verdict import Check  # noqa: PLC0415  (the verdict imports this module)
-
     return Check(rule, passed, detail, kind)
 
 

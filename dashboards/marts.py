@@ -10,6 +10,7 @@ holds aggregates only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -113,6 +114,10 @@ class Marts:
         frame = self.frames[mart]
         return frame[frame["week"] == self.week]
 
+    def of_week_if_built(self, mart: str) -> pd.DataFrame | None:
+        """The review week's rows of an optional mart (None when the marts were built without it)."""
+        return self.of_week(mart) if mart in self.frames else None
+
     def candidates(self, decision_type: str) -> list[str]:
         """The candidates scored for a decision type in the review week (without ``'*'``)."""
         frame = self.of_week("agreement")
@@ -148,6 +153,27 @@ class Marts:
             return pd.DataFrame(columns=columns)
         rows = frame[frame["decision_type"] == decision_type][columns]
         return rows.sort_values(["changed_at", "field"]).reset_index(drop=True)
+
+
+def row_of(frame: pd.DataFrame, decision_type: str, candidate: str) -> pd.Series | None:
+    """The first row of one decision type and candidate (None without one)."""
+    rows = frame[(frame["decision_type"] == decision_type) & (frame[CANDIDATE] == candidate)]
+    return None if rows.empty else rows.iloc[0]
+
+
+def is_missing(value: object) -> bool:
+    """A cell with no value: None or NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def count_of(row: pd.Series | None, column: str) -> int:
+    """A count cell as an int (0 without a row or a value)."""
+    return 0 if row is None or is_missing(row[column]) else int(row[column])
+
+
+def has_value(row: pd.Series | None, column: str) -> bool:
+    """Whether the row has the column (an older pipelines version may lack it) with a value in it."""
+    return row is not None and column in row.index and not is_missing(row[column])
 
 
 def read_mart(root: Root, mart: str, week: str, *, optional: bool = False) -> pd.DataFrame:
