@@ -72,18 +72,18 @@ class DemoConfig:
 
 @dataclass(frozen=True)
 class Run:
-    """What the phases of one run share, built in `run` and passed to each (no environment changed)."""
+    """What the phases of one run share, built in `run` and passed to each (no environment changed).
+
+    The sidecar's outcomes token and redaction key; where the records go (a folder, or ``s3://`` on
+    moto with ``--s3``); with ``--s3``, moto's keys (added to the environment of each process that reads
+    the records) and endpoint; the scorer's, the router's and the catalog's addresses once started.
+    """
 
     token: str
-    """The sidecar's bearer token for outcomes."""
     key: str
-    """The sidecar's redaction key."""
     root: str
-    """Where the records go: a folder, or ``s3://`` on moto with ``--s3``."""
     aws: dict[str, str] = field(default_factory=dict)
-    """Moto's credentials with ``--s3``, added to each process's environment that reads the records."""
     s3: str | None = None
-    """Moto's endpoint with ``--s3``."""
     scorer: str = ""
     router: str = ""
     catalog: str = ""
@@ -287,21 +287,15 @@ def _policy(config: DemoConfig, trial: Run, weeks: list[str]) -> dict[str, Any]:
     return head | result
 
 
-def _audit(config: DemoConfig, tickets: list[Ticket], week: str,
-           where: tuple[str, str | None, str], aws: dict[str, str]) -> None:
-    """The week's audit sample answered by the simulated auditor (``auditor.py``) before the pipelines run.
-
-    ``where``: the records root, the S3 endpoint (or None) and the catalog's path.
-    """
-    root, s3, catalog_path = where
+def _audit(config: DemoConfig, tickets: list[Ticket], week: str, trial: Run) -> None:
+    """The week's audit sample answered by the simulated auditor (``auditor.py``) before the pipelines run."""
     truth = config.out / "truth.json"
     truth.write_text(json.dumps({t.ticket_id: t.truth for t in tickets}), encoding="utf-8")
     log = config.out / "logs" / "auditor.out"
-    argv = [sys.executable, "-m", "semif_shadow.demo.auditor", "--root", root, "--week", week, "--type",
-            catalog.DECISION_TYPE, "--truth", str(truth), "--catalog", catalog_path,
-            *(["--s3-endpoint", s3] if s3 else [])]
+    argv = [sys.executable, "-m", "semif_shadow.demo.auditor", "--root", trial.root, "--week", week, "--type",
+            catalog.DECISION_TYPE, "--truth", str(truth), "--catalog", trial.catalog, *trial.s3_args]
     with log.open("wb") as out:
-        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **aws},  # noqa: S603  (our own module)
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **trial.aws},  # noqa: S603  (our own module)
                               check=False).returncode
     if code != 0:
         raise DemoError(f"the simulated auditor failed with exit code {code} (see {log})")
@@ -337,7 +331,7 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
         (config.out / "sent.jsonl").write_text("".join(json.dumps(s.row()) + "\n" for s in sent),
                                                encoding="utf-8")
         echo(f"audit: {weeks[-1]}'s sample answered by a simulated auditor")
-        _audit(config, tickets, weeks[-1], (trial.root, trial.s3, trial.catalog), trial.aws)
+        _audit(config, tickets, weeks[-1], trial)
         echo("pipelines: the marts of every simulated week")
         _cli(["pipelines", "run", "--root", trial.root, "--since", weeks[0], "--until", weeks[-1],
               "--out", str(config.out / "marts"), "--catalog", trial.catalog, *trial.s3_args],
