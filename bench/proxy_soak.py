@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.shadow.conftest import serve
 from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import serve
 from tests.shadow.proxy.attacks import ATTACKS, under_attack
 from tests.shadow.proxy.test_proxy import proxy_stack
 

@@ -18,8 +18,8 @@ from tests.audit import week
 from tests.audit.chromium import tab
 from tests.audit.serving import running
 from tests.dashboards.browser import chromium
-from tests.shadow.conftest import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
 from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from contracts.catalog import load_catalog, parse_catalog
 from contracts.errors import CatalogError
 from semif_shadow.cli import main
-from tests.shadow.conftest import ticket_type, write_catalog
+from tests.shadow.harness import ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -19,7 +19,7 @@ from contracts.records import (
     RECORD_VERSION,
     model_identity,
 )
-from tests.shadow.conftest import ticket_type
+from tests.shadow.harness import ticket_type
 
 MODEL = {"name": "gemma-3-270m", "sha256": "a5fd" + "0" * 60, "quantization": "Q4_K_M", "device": "cpu",
          "runtime_version": "b6000", "n_threads": 2, "kv_type": "f32", "flash_attn": False,

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from semif_shadow.logs import JsonFormatter
-from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tests.shadow.conftest import free_port, read_rows, ticket_type, write_catalog
+from tests.shadow.harness import free_port, read_rows, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from tests.shadow.fault_scorer import Faults

@@ -19,8 +19,8 @@ from tests.http_fuzz import (
     send,
     served,
 )
-from tests.shadow.conftest import settings_for, ticket_type, write_catalog
 from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path

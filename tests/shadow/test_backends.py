@@ -14,7 +14,7 @@ import pytest
 
 from scorer.settings import ScorerSettings
 from shadow.app import init_app
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     TICKET_OPTIONS,
     free_port,
     rows_by_id,

@@ -23,7 +23,7 @@ import pytest
 
 from shadow.cpupressure import read_psi_cpu
 from shadow.keys import METRICS, MIRROR
-from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 from tests.shadow.test_overload import offer_batches
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tests.shadow.conftest import (
+from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import (
     read_rows,
     running_sidecar,
     serve,
@@ -16,7 +17,6 @@ from tests.shadow.conftest import (
     wait_rows,
     write_catalog,
 )
-from tests.shadow.fault_scorer import Faults, fault_app
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -22,7 +22,8 @@ import pytest
 
 from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from shadow.keys import METRICS, MIRROR, SETTINGS
-from tests.shadow.conftest import (
+from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import (
     read_rows,
     running_sidecar,
     serve,
@@ -31,7 +32,6 @@ from tests.shadow.conftest import (
     wait_rows,
     write_catalog,
 )
-from tests.shadow.fault_scorer import Faults, fault_app
 from tests.shadow.proxy.test_handoff_drops import N, claimed_client, threaded_upstream
 from tests.shadow.test_door import until
 from tests.shadow.test_overload import offer_batches

@@ -21,7 +21,7 @@ import pytest
 
 from shadow.backends.chat import AnswerModeRejected, ChatBackend
 from shadow.backends.chat_logprobs import option_distribution
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     TICKET_OPTIONS,
     free_port,
     rows_by_id,

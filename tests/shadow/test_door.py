@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from shadow.keys import BODY_BUDGET, METRICS, MIRROR
-from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 from tests.shadow.test_overload import accounted, batch, offer_batches
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from shadow.keys import METRICS, MIRROR
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     read_rows,
     running_sidecar,
     settings_for,

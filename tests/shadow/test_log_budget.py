@@ -12,7 +12,7 @@ from aiohttp import web
 
 from semif_shadow.logs import JsonFormatter
 from shadow.app import init_app
-from tests.shadow.conftest import serve, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import serve, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

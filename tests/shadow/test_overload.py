@@ -22,7 +22,7 @@ import aiohttp
 
 from shadow.keys import METRICS, MIRROR, RECORDER
 from shadow.records.store import RecordStore
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     free_port,
     read_rows,
     running_sidecar,

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 
 from shadow.records.settings import RecordSettings
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     rows_by_id,
     running_sidecar,
     settings_for,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING
 
-from tests.shadow.conftest import running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import running_sidecar, settings_for, ticket_type, write_catalog
 from tests.shadow.test_api import post
 
 if TYPE_CHECKING:

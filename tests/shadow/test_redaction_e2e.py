@@ -25,8 +25,8 @@ from aiohttp import web
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.records.settings import RecordSettings
 from tests.shadow import test_redaction
-from tests.shadow.conftest import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
 from tests.shadow.fault_scorer import Faults, fault_app
+from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
 from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:

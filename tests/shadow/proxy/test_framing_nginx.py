@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 from aiohttp import web
 
-from tests.shadow.conftest import free_port, serve
+from tests.shadow.harness import free_port, serve
 from tests.shadow.proxy.parsers import framer_reading
 from tests.shadow.proxy.test_framing import SMUGGLING
 from tests.shadow.proxy.test_framing_differential import VALID

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from shadow.intake.supervisor import ProxyProcess
 from shadow.keys import METRICS
-from tests.shadow.conftest import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,7 +19,7 @@ from shadow.errors import ShadowError
 from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
-from tests.shadow.conftest import (
+from tests.shadow.harness import (
     free_port,
     read_rows,
     running_sidecar,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from shadow.intake.supervisor import running_proxy, running_proxy_process
-from tests.shadow.conftest import running_sidecar, serve, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, write_catalog
 from tests.shadow.proxy.test_proxy import REQUESTS
 from tests.shadow.upstream import upstream_app
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.shadow.conftest import read_rows
+from tests.shadow.harness import read_rows
 from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange, route_request
 from tests.shadow.proxy.test_relay_process import relay_stack
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.shadow.conftest import read_rows
+from tests.shadow.harness import read_rows
 from tests.shadow.proxy.attacks import ATTACKS, under_attack
 from tests.shadow.proxy.test_proxy import proxy_stack
 

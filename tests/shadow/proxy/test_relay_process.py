@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from shadow.intake.supervisor import ProxyProcess
-from tests.shadow.conftest import read_rows, running_sidecar, serve, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import read_rows, running_sidecar, serve, settings_for, ticket_type, write_catalog
 from tests.shadow.proxy.test_proxy import REQUESTS, fetch
 from tests.shadow.upstream import upstream_app
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.shadow.conftest import free_port, settings_for, sidecar_subprocess, ticket_type, write_catalog
+from tests.shadow.harness import free_port, settings_for, sidecar_subprocess, ticket_type, write_catalog
 from tests.shadow.test_door import until
 
 if TYPE_CHECKING:
