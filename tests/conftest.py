@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from scorer.model_files import embedded_default
 
-CLINC150 = Path(os.environ.get("CLINC150_DIR", "oos-eval/data"))
-"""The public CLINC150 dataset (github.com/clinc/oos-eval's ``data/``), never copied into the repository."""
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from shadow.records.layout import open_dataset
 from tests.audit import week
 from tests.audit.test_workbench import sign_in
 from tests.audit.week import settings_for
-from tests.shadow.records.conftest import MotoServer, free_port
+from tests.shadow.records.harness import MotoServer, free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

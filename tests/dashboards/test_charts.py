@@ -15,7 +15,7 @@ from dashboards import charts
 from dashboards.marts import CANDIDATE, CANDIDATE_NAME, load_marts
 from dashboards.names import readable
 from tests.dashboards.browser import chromium, load
-from tests.dashboards.conftest import WEEK
+from tests.dashboards.harness import WEEK
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,7 +16,7 @@ from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.generate import Plan
 from pipelines.storage import open_root
-from tests.dashboards.conftest import run_marts
+from tests.dashboards.harness import run_marts
 
 if TYPE_CHECKING:
     from pathlib import Path

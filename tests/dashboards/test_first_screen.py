@@ -23,7 +23,7 @@ from pipelines import synth
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
 from tests.dashboards.browser import chromium, load
-from tests.dashboards.conftest import run_marts
+from tests.dashboards.harness import run_marts
 
 if TYPE_CHECKING:
     from pathlib import Path

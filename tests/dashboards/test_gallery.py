@@ -25,7 +25,7 @@ from dashboards.report import review, to_html, to_markdown
 from pipelines.generate import generate
 from pipelines.storage import open_root
 from shadow.redaction import HASH_PREFIX, Redactor
-from tests.dashboards.conftest import run_marts
+from tests.dashboards.harness import run_marts
 from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
 
 if TYPE_CHECKING:

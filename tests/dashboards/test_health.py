@@ -14,7 +14,7 @@ from dashboards.config import DEFAULTS
 from dashboards.health import LABEL_SHIFT, OVERLAP, SRM
 from dashboards.marts import identity_of, load_marts
 from dashboards.report import review
-from tests.dashboards.conftest import WEEK, run_marts
+from tests.dashboards.harness import WEEK, run_marts
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -10,13 +10,13 @@ import pytest
 
 from dashboards.errors import MartsMissing
 from dashboards.marts import CANDIDATE, MARTS, OPTIONAL_MARTS, identity_of, load_marts
-from tests.dashboards.conftest import WEEK
+from tests.dashboards.harness import WEEK
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 
 def test_s3_marts_read_the_same_as_local(moto: MotoServer, marts_dir: Path) -> None:  # noqa: F811

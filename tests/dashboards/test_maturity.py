@@ -15,7 +15,7 @@ from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
 from pipelines.storage import open_root
 from pipelines.weeks import as_utc, parse_week, window
-from tests.dashboards.conftest import WEEK
+from tests.dashboards.harness import WEEK
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -21,7 +21,7 @@ from dashboards.report import review, to_html, to_markdown
 from pipelines import synth
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.dashboards.conftest import run_marts
+from tests.dashboards.harness import run_marts
 from tests.pipelines.one_hot import CHAT, add_one_hot_rows
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dashboards.cli import review as review_command
 from dashboards.marts import load_marts
 from pipelines.ledger import policy_key
 from pipelines.policy_cli import policy as policy_command
-from tests.dashboards.conftest import AS_OF, WEEK
+from tests.dashboards.harness import AS_OF, WEEK
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,7 +16,7 @@ from dashboards.cli import review as review_command
 from dashboards.marts import CANDIDATE, load_marts
 from dashboards.report import to_html, to_markdown
 from tests.dashboards.browser import chromium, load
-from tests.dashboards.conftest import WEEK
+from tests.dashboards.harness import WEEK
 
 if TYPE_CHECKING:
     from dashboards.report import Review

@@ -31,7 +31,7 @@ from dashboards.verdict import P99_HARD, Check, Decision, Verdict
 from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.storage import open_root
-from tests.dashboards.conftest import AS_OF, WEEK, run_marts
+from tests.dashboards.harness import AS_OF, WEEK, run_marts
 from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
 
 if TYPE_CHECKING:

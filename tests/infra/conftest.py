@@ -2,56 +2,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.infra.harness import (
+    DECISION,
+    DUMMY_AWS_ENV,
+    ROOT,
+    START_TIMEOUT_S,
+    ScorerRun,
+    _request,
+    free_port,
+    wait_for,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 30.0
-DECISION = {"decision_id": "d1", "state": "charged twice", "question": "Which team?", "options": ["a", "b"]}
-DUMMY_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (loopback)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(url: str, timeout_s: float = START_TIMEOUT_S) -> None:
-    """Return once ``url`` answers HTTP at all (any status)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=1).close()  # noqa: S310  (http on loopback)
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.1)
-        else:
-            return
-    raise RuntimeError(f"nothing answered at {url}")
 
 
 @pytest.fixture(scope="module")
@@ -76,20 +52,6 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-
-
-@dataclass
-class ScorerRun:
-    """What a real `serve` process showed: its JSON log lines and its Prometheus text."""
-
-    log_lines: list[dict[str, object]]
-    metrics_text: str
-
-
-def _request(url: str, data: bytes | None = None) -> None:
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})  # noqa: S310
-    with contextlib.suppress(urllib.error.HTTPError):  # a 503 is the point: answers count by status
-        urllib.request.urlopen(request, timeout=5).close()  # noqa: S310  (http on loopback)
 
 
 @pytest.fixture(scope="module")

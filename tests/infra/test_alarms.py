@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.infra.cfn import Stack, coerce, load, operation
 
 if TYPE_CHECKING:
-    from tests.infra.conftest import ScorerRun
+    from tests.infra.harness import ScorerRun
 
 # https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html (endpoint invocation and
 # instance metrics) and .../realtime-endpoints-heterogeneous.html ("Monitor instance pools": the same

@@ -23,7 +23,7 @@ from pipelines.storage import open_root
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("semif-shadow"))

@@ -2,67 +2,19 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 
-from pipelines import runner, synth
-from pipelines.generate import Plan, generate
-from pipelines.prices import load_prices
-from pipelines.settings import PipelineSettings
-from pipelines.sqlmodels import load_models
+from pipelines.generate import generate
 from pipelines.storage import open_root
-from pipelines.weeks import window
+from tests.pipelines.harness import AB_FIRST, AB_LAST, AB_PLAN, AS_OF, PLAN, Computed, run_window
 from tests.pipelines.reference import Records, load_records
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    import duckdb
-
-PLAN = Plan(decisions=40_000, weeks=5, drift_week=4, seed=11)
-FIRST, LAST = "2026-W44", "2026-W48"
-AB_PLAN = Plan(
-    decisions=16_000, weeks=2, drift_week=None, seed=13,
-    knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=1)),
-)
-"""Two candidates (``default`` and ``challenger``) on the same decisions; ``default``'s KV type changes
-from f16 to q8_0 on Thursday of the second week (2026-W45)."""
-AB_FIRST, AB_LAST = "2026-W44", "2026-W45"
-AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
-"""Late enough that every generated outcome is known."""
-
-
-@dataclass
-class Computed:
-    """One run of every model: the live connection, the output folder and what the run reported."""
-
-    con: duckdb.DuckDBPyConnection
-    out: Path
-    result: runner.RunResult
-    settings: PipelineSettings
-
-
-def run_window(
-    root: Path | str,
-    out: Path | None,
-    *,
-    settings: PipelineSettings | None = None,
-    as_of: dt.datetime = AS_OF,
-    first: str = FIRST,
-    last: str = LAST,
-) -> Computed:
-    """Run the models over ``root`` for ``first..last`` and keep the connection open for queries."""
-    settings = settings or PipelineSettings()
-    span = window(first, last, settings.reference_weeks, as_of, dt.timedelta(days=settings.maturity_lag_days))
-    con = runner.connect(settings)
-    prices = load_prices(settings.prices_file)
-    job = runner.Job(settings, open_root(str(root), settings.s3_endpoint), span, prices, out)
-    result = runner.run(job, con=con)
-    return Computed(con, out or root, result, settings)
 
 
 @pytest.fixture(scope="session")
@@ -85,17 +37,6 @@ def computed(records_root: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 def records(records_root: Path) -> Records:
     """The same records read independently: pyarrow and pandas, no DuckDB."""
     return load_records(records_root, AS_OF)
-
-
-def mart(computed: Computed, name: str) -> list[dict[str, object]]:
-    """All rows of a mart as dicts (name is one of ours; the query is fixed)."""
-    relation = computed.con.table(name)
-    return [dict(zip(relation.columns, row, strict=True)) for row in relation.fetchall()]
-
-
-def model_sql(name: str) -> str:
-    """The SQL of one model, as the runner executes it."""
-    return next(m.sql for m in load_models() if m.name == name)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from pipelines.sqlmodels import ORDER, WINDOW_VARIABLES, mart_names
 from pipelines.storage import open_root
 from pipelines.weeks import window
 from semif_shadow.cli import main
-from tests.pipelines.conftest import AS_OF, FIRST, LAST
+from tests.pipelines.harness import AS_OF, FIRST, LAST
 
 EMPTY_WITH_ONE_CANDIDATE = frozenset({"paired", "identity_changes"})
 """Marts with no row in the session data (one candidate, no identity change): see marts/test_paired.py."""
@@ -29,7 +29,7 @@ EMPTY_WITH_ONE_CANDIDATE = frozenset({"paired", "identity_changes"})
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.pipelines.conftest import Computed
+    from tests.pipelines.harness import Computed
 
 
 @pytest.mark.parametrize("command", [[], ["generate"], ["run"], ["sql"], ["policy"], ["policy", "choose"],

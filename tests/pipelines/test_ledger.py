@@ -25,14 +25,14 @@ from pipelines.settings import PipelineSettings
 from pipelines.storage import open_root
 from pipelines.weeks import as_utc, parse_week
 from semif_shadow.cli import main
-from tests.pipelines.conftest import run_window
+from tests.pipelines.harness import run_window
 from tests.pipelines.one_hot import add_one_hot_rows
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 PLAN = Plan(
     decisions=30_000,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.sqlmodels import mart_names
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 
 GROUP = ("decision_type", "week_start", "model_key")
 GRAIN = {

@@ -13,7 +13,7 @@ from pipelines.mart_schema import DECLARED, check_marts, differences, mart_schem
 from pipelines.sqlmodels import mart_names
 
 if TYPE_CHECKING:
-    from tests.pipelines.conftest import Computed
+    from tests.pipelines.harness import Computed
 
 
 def test_every_mart_has_a_declared_schema() -> None:

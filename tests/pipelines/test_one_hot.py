@@ -18,7 +18,7 @@ import pytest
 
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.pipelines.conftest import Computed, mart, run_window
+from tests.pipelines.harness import Computed, mart, run_window
 from tests.pipelines.one_hot import CHAT, add_one_hot_rows
 
 if TYPE_CHECKING:

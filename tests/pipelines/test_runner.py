@@ -20,7 +20,7 @@ import pytest
 from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
 from pipelines.sqlmodels import SPENT_AFTER, load_models, mart_names, quote_ident
-from tests.pipelines.conftest import AS_OF, Computed, run_window
+from tests.pipelines.harness import AS_OF, Computed, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -14,13 +14,13 @@ from pipelines.generate import Plan, generate
 from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
-from tests.pipelines.conftest import run_window
+from tests.pipelines.harness import run_window
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 SMALL = Plan(decisions=4_000, weeks=2, seed=3)
 

@@ -15,7 +15,7 @@ from contracts.records import ADDED_AFTER_V1, ADDED_IN_V1_2, DROPS, SCHEMAS
 from pipelines.source import register, register_window
 from pipelines.storage import open_root
 from pipelines.weeks import window
-from tests.pipelines.conftest import AS_OF, FIRST, LAST
+from tests.pipelines.harness import AS_OF, FIRST, LAST
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 pytestmark = [
     pytest.mark.slow,

@@ -30,7 +30,7 @@ from tests.pipelines.marts_equal import unequal_marts
 from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
-    from tests.shadow.records.conftest import MotoServer
+    from tests.shadow.records.harness import MotoServer
 
 pytestmark = [
     pytest.mark.slow,

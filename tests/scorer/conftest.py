@@ -6,19 +6,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from scorer.engine import Engine
 from scorer.runtime import LlamaRuntime, RuntimeConfig
-from scorer.settings import ScorerSettings
+from tests.scorer.harness import make_engine
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-
-def make_engine(model_path: Path, **overrides: object) -> Engine:
-    """An engine over the real model with test-sized settings."""
-    values: dict[str, object] = {"model_path": model_path, "n_threads": 2, "n_ctx": 2048, **overrides}
-    return Engine.from_settings(ScorerSettings.model_validate(values))
+    from scorer.engine import Engine
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from contracts.semif import ScoreRequest, ScoreResponse
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 from tests.scorer.test_batch_invariance import ROUTE, TICKETS
 
 if TYPE_CHECKING:

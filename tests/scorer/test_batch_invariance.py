@@ -28,7 +28,7 @@ from scorer import merged
 from scorer.engine import Engine
 from scorer.server.app import init_app
 from scorer.settings import ScorerSettings
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 from tests.scorer.test_server import ready
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import pytest
 from contracts.semif import parse_request
 from scorer.reference import reference_logits
 from scorer.runtime import LlamaRuntime, RuntimeConfig
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,7 +18,7 @@ import pytest
 
 from contracts.semif import parse_request
 from scorer.prompt import render
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scorer.errors import PromptTooLong
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 from tests.scorer.test_engine import CASES, STATE, _request, _score
 
 if TYPE_CHECKING:

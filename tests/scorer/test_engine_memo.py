@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scorer.memo import LogitMemo
-from tests.scorer.conftest import make_engine
+from tests.scorer.harness import make_engine
 from tests.scorer.test_engine import CASES, STATE, _request
 
 if TYPE_CHECKING:

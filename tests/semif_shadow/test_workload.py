@@ -13,7 +13,7 @@ from semif_shadow.demo.cli import demo
 from semif_shadow.demo.router import init_app
 from semif_shadow.demo.rules import REVIEW, SUPPORT_RULES, route
 from semif_shadow.demo.workload import OUT_OF_SCOPE_ACTIONS, TEAMS, synthetic
-from tests.conftest import CLINC150
+from tests.harness import CLINC150
 
 if TYPE_CHECKING:
     from pathlib import Path

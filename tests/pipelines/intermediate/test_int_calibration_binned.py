@@ -6,7 +6,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from tests.pipelines.conftest import model_sql
+from tests.pipelines.harness import model_sql
 from tests.pipelines.reference import equal_mass_bins
 
 

@@ -11,7 +11,7 @@ from pipelines import runner
 from pipelines.errors import PipelinesError
 
 if TYPE_CHECKING:
-    from tests.pipelines.conftest import Computed
+    from tests.pipelines.harness import Computed
 
 STRINGS = (
     "decision_type, status, reason, candidate, model_identity_sha256, normalization, model_name, "

@@ -10,7 +10,7 @@ from sklearn.metrics import (
     cohen_kappa_score,
 )
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import Records, scope
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss, log_loss
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import (
     Records,
     equal_mass_bins,

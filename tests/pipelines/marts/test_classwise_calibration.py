@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.calibration import calibration_curve
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import Records, probability_matrix, scope
 
 

@@ -27,8 +27,8 @@ from pipelines.generate import Plan, generate
 from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
-from tests.pipelines.conftest import run_window
 from tests.pipelines.correctness_reference import stratified_ratio, units
+from tests.pipelines.harness import run_window
 from tests.pipelines.test_mart_contracts import GRAIN
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pipelines.prices import load_prices
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import matching, reference_accepted
 
 if TYPE_CHECKING:

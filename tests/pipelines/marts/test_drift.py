@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.pipelines.conftest import Computed, mart, run_window
+from tests.pipelines.harness import Computed, mart, run_window
 from tests.pipelines.reference import WEEKS
 
 if TYPE_CHECKING:

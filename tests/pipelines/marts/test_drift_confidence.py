@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import Records, confidence_psi, current_rows, reference_rows
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.settings import PipelineSettings
 from pipelines.udfs import register_udfs
-from tests.pipelines.conftest import Computed, mart, model_sql
+from tests.pipelines.harness import Computed, mart, model_sql
 from tests.pipelines.reference import (
     Records,
     bin_sums,

@@ -14,7 +14,7 @@ import pytest
 from pipelines.ledger import policy_key
 from pipelines.policy import Policy
 from pipelines.settings import PipelineSettings, high_consequence_options
-from tests.pipelines.conftest import Computed, mart, run_window
+from tests.pipelines.harness import Computed, mart, run_window
 from tests.pipelines.reference import Records, reference_accepted, scope
 
 if TYPE_CHECKING:

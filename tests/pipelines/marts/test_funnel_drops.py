@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from contracts.records import DROPS, RECORD_VERSION
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.pipelines.conftest import mart, run_window
+from tests.pipelines.harness import mart, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path

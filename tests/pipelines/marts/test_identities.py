@@ -12,7 +12,7 @@ from sklearn.metrics import accuracy_score
 from pipelines import synth
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.pipelines.conftest import AS_OF, Computed, mart, run_window
+from tests.pipelines.harness import AS_OF, Computed, mart, run_window
 from tests.pipelines.reference import Records, load_records, scope
 
 if TYPE_CHECKING:

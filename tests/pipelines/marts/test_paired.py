@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import norm
 from statsmodels.stats.contingency_tables import mcnemar
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.calibration import calibration_curve
 
-from tests.pipelines.conftest import Computed, mart
+from tests.pipelines.harness import Computed, mart
 from tests.pipelines.reference import Records, equal_mass_bins, scope
 
 

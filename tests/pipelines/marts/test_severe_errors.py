@@ -8,7 +8,7 @@ import numpy as np
 
 from pipelines.settings import PipelineSettings, high_consequence_options
 from pipelines.synth import DEFAULT_TYPES
-from tests.pipelines.conftest import Computed, mart, run_window
+from tests.pipelines.harness import Computed, mart, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from pipelines.udfs import register_udfs
-from tests.pipelines.conftest import Computed, mart, model_sql
+from tests.pipelines.harness import Computed, mart, model_sql
 from tests.pipelines.reference import Records, expected_threshold, scope
 
 
