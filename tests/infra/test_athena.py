@@ -1,7 +1,8 @@
 """athena.yaml: Glue tables matching what the sidecar and the pipelines write, and deployable.
 
-The records tables are checked against contracts/records.py (records v1.1); the mart tables against the Parquet files a real `pipelines run` writes from
-generated records; the projection templates against the folders those files are in.
+The records tables are checked against contracts/records.py (records v1.2); the mart tables against the
+Parquet files a real `pipelines run` writes from generated records; the projection templates against the
+folders those files are in.
 """
 
 from __future__ import annotations
