@@ -221,7 +221,8 @@ async def test_breaker_opens_for_a_failing_scorer_not_for_a_starved_one(
         seen[case] = Counter((r["status"], r["reason"]) for r in rows)
         seen[case][("starved", None)] = int(starved)
     assert seen["failing"][("dropped", "circuit_open")] > 0, seen
-    assert seen["failing"][("starved", None)] == 0, seen
+    # the breaker's 3 failures were not excused (a loaded machine may lag the free loop now and then)
+    assert seen["failing"][("timeout", "scorer_timeout")] - seen["failing"][("starved", None)] >= 3, seen
     assert seen["starved"][("timeout", "scorer_timeout")] > 0, seen
     assert seen["starved"][("dropped", "circuit_open")] == 0, seen
     assert seen["starved"][("starved", None)] >= seen["starved"][("timeout", "scorer_timeout")], seen
