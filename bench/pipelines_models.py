@@ -16,13 +16,14 @@ place of each model of that name, and `--after latency=int_decisions` builds `la
 from __future__ import annotations
 
 import argparse
+import inspect
 import resource
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # appended, not inserted: with PYTHONPATH=<another tree> (e.g. a `git worktree` of an older commit) that
 # tree's packages are the ones timed
@@ -31,6 +32,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.pipelines import AS_OF, SINCE, UNTIL
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pipelines.sqlmodels import Model
 
 
@@ -64,6 +67,23 @@ def variant(models: list[Model], folder: Path | None, moves: list[str]) -> list[
         models.remove(moved)
         models.insert(next(i for i, m in enumerate(models) if m.name == after) + 1, moved)
     return models
+
+
+def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], alpha: float) -> None:
+    """Write the marts as the timed tree's runner does (its signature has changed over time)."""
+    from pipelines import runner  # noqa: PLC0415  (the timed tree's, imported by main first)
+
+    if hasattr(runner, "write_job_marts"):
+        write: Any = runner.write_job_marts
+        if "alpha" in inspect.signature(write).parameters:  # trees with the evidence ledger
+            write(con, out, span, step, alpha)
+        else:
+            write(con, out, span, step)
+    else:  # trees from before the Spark engine write from output.py directly
+        from pipelines.output import write_marts as write_all  # noqa: PLC0415
+
+        write_all(con, out, span)
+        step("write")
 
 
 def main() -> None:
@@ -111,13 +131,7 @@ def main() -> None:
     runner.build(con, models, lambda model: step(model.name), files)
     runner.check_segments(con)
     with tempfile.TemporaryDirectory() as out:
-        if hasattr(runner, "write_job_marts"):
-            runner.write_job_marts(con, Path(out), span, step)
-        else:  # trees from before the Spark engine write from output.py directly
-            from pipelines.output import write_marts  # noqa: PLC0415
-
-            write_marts(con, Path(out), span)
-            step("write")
+        write_marts(con, Path(out), span, step, settings.evidence_alpha)
     print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")
     for name, wall, cpu, rss, peak, buffers in rows:
         print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {rss:>8} {peak:>9} {buffers:>11}")

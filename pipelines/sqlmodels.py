@@ -28,6 +28,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("intermediate", "int_segments"),
     ("intermediate", "int_scopes"),
     ("marts", "latency"),
+    ("marts", "label_delay"),
     ("intermediate", "int_segment_week_cost"),
     ("intermediate", "int_cube"),
     ("intermediate", "int_reference_window"),
@@ -56,7 +57,6 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("intermediate", "int_accepted"),
     ("marts", "selective"),
     ("marts", "evidence"),
-    ("marts", "label_delay"),
     ("marts", "identities"),
     ("marts", "identity_changes"),
     ("marts", "paired"),
@@ -73,6 +73,7 @@ ORDER: tuple[tuple[str, str], ...] = (
 SPENT_AFTER: dict[str, tuple[str, tuple[str, ...]]] = {
     "latency": ("int_decisions", ("scorer_ms", "total_ms", "prompt_tokens", "cached_tokens")),
     "gallery": ("int_decisions", ("state",)),
+    "label_delay": ("int_decisions", ("outcome_delay_us", "outcome_source")),
 }
 """Columns no model after the named one reads: ``{model: (table, columns)}``. The DuckDB runner drops them
 once that model is built, so they stop holding memory (24 bytes a decision; at 10M decisions with two

@@ -6,14 +6,16 @@
 -- the decision id (and stored state) only where a severe error is possible; `decision_key` (the id's 64-bit hash)
 -- pairs the rows of several candidates on one decision (`paired`). The time, scorer and end-to-end
 -- milliseconds and prompt tokens of every decision are kept for `int_segment_hours` and `latency` (the
--- runner drops them after `latency`). Materialized once, one decision type at a time: the one full scan
--- of the proposals' Parquet (the only pass that decodes their strings and option lists) and its join.
+-- runner drops them after `latency`), and the microseconds from receipt to the decision's first outcome
+-- report and that report's source for `label_delay` (dropped after it). Materialized once, one decision
+-- type at a time: the one full scan of the proposals' Parquet (the only pass that decodes their strings and
+-- option lists) and its join.
 with proposals as (
     select * from stg_proposals
 ),
 
 outcomes as (
-    select decision_id, outcome from stg_outcomes
+    select decision_id, outcome, first_at, first_source from stg_outcomes
 ),
 
 params as (
@@ -25,6 +27,8 @@ joined as (
         proposals.*,
         outcomes.outcome,
         outcomes.outcome is not null as joined,
+        outcomes.first_at,
+        outcomes.first_source,
         list_position(proposals.option_ids, outcomes.outcome) as outcome_pos,
         list_position(proposals.option_ids, proposals.proposal) as proposal_pos
     from proposals
@@ -61,7 +65,9 @@ final as (
         scorer_ms,
         total_ms,
         prompt_tokens,
-        cached_tokens
+        cached_tokens,
+        epoch_us(first_at) - epoch_us(received_at) as outcome_delay_us,
+        first_source as outcome_source
     from joined, params
 )
 

@@ -222,3 +222,16 @@ def test_the_audit_marts_keep_their_grain_and_shares(trial: Trial) -> None:
             if row[measure] is not None:
                 assert 0 <= row[f"{measure}_low"] <= row[measure] <= row[f"{measure}_high"] <= 1, row
     assert all(-1 <= r["kappa"] <= 1 for r in _mart(trial.audited_out, "auditor_agreement"))
+
+
+def test_label_delay_counts_no_audit(trial: Trial) -> None:
+    """Audits are not outcomes production waits for: ``label_delay`` is the same file with and without them.
+
+    Both runs have each week's delays of production's outcomes (source ``api``), and no ``audit`` row.
+    """
+    for week in (FIRST, LAST):
+        path = f"label_delay/week={week}/part-0.parquet"
+        assert (trial.plain_out / path).read_bytes() == (trial.audited_out / path).read_bytes(), week
+    rows = _mart(trial.audited_out, "label_delay")
+    assert {r["source"] for r in rows} == {"api"}
+    assert {r["week"] for r in rows} == {FIRST, LAST}
