@@ -69,14 +69,14 @@ def variant(models: list[Model], folder: Path | None, moves: list[str]) -> list[
     return models
 
 
-def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], alpha: float) -> None:
+def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], settings: Any) -> None:
     """Write the marts as the timed tree's runner does (its signature has changed over time)."""
     from pipelines import runner  # noqa: PLC0415  (the timed tree's, imported by main first)
 
     if hasattr(runner, "write_job_marts"):
         write: Any = runner.write_job_marts
         if "alpha" in inspect.signature(write).parameters:  # trees with the evidence ledger
-            write(con, out, span, step, alpha)
+            write(con, out, span, step, settings.evidence_alpha)
         else:
             write(con, out, span, step)
     else:  # trees from before the Spark engine write from output.py directly
@@ -131,7 +131,7 @@ def main() -> None:
     runner.build(con, models, lambda model: step(model.name), files)
     runner.check_segments(con)
     with tempfile.TemporaryDirectory() as out:
-        write_marts(con, Path(out), span, step, settings.evidence_alpha)
+        write_marts(con, Path(out), span, step, settings)
     print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")
     for name, wall, cpu, rss, peak, buffers in rows:
         print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {rss:>8} {peak:>9} {buffers:>11}")

@@ -25,9 +25,9 @@ from contracts.records import (
     PROPOSALS,
     RECORD_VERSION,
     TS,
-    model_identity,
 )
 from pipelines import synth
+from pipelines.synth_identity import TEMPLATE_SHA256, identity_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
 CHALLENGER = "challenger"
 DAY_US = 24 * synth.HOUR_US
-KV_TYPE = "f16"
-TEMPLATE_SHA256 = "c0ffee" + "0" * 58
-NORMALIZATION = "none"
 WEEK_US = 7 * DAY_US
 WRITER = "gen-0001"
 
@@ -237,46 +234,6 @@ def changed_rows(chunk: Chunk, change: synth.IdentityChange | None, received: np
     if change is None or change.week != chunk.week:
         return np.zeros(received.size, dtype=bool)
     return np.asarray(received >= chunk.start_us + 3 * DAY_US)
-
-
-def identity_columns(
-    knobs: synth.Knobs, fleet_idx: np.ndarray, model_idx: np.ndarray, scored: np.ndarray, changed: np.ndarray
-) -> dict[str, pa.Array]:
-    """Backend, device, model identity and normalization of each row (identity null where nothing was scored).
-
-    ``changed`` rows carry ``knobs.identity_change``'s field value instead.
-    """
-
-    def pick(values: list[str], idx: np.ndarray) -> pa.Array:
-        return pc.if_else(
-            pa.array(~scored), pa.scalar(None, pa.string()), pa.array(values).take(pa.array(idx))
-        )
-
-    fleets, models, change = knobs.fleets, knobs.models, knobs.identity_change
-    field = {"kv_type": KV_TYPE, "normalization": NORMALIZATION}
-    variants = [field, field if change is None else field | {change.field: change.value}]
-    identities = [
-        model_identity({"name": m.name, "sha256": m.sha256, "quantization": m.quantization,
-                        "runtime_version": "llama.cpp b6000", "device": f.device, "kv_type": v["kv_type"],
-                        "instance_type": f.instance_type, "image_digest": f"sha256:{f.device:0>8}"},
-                       "semif-v1", TEMPLATE_SHA256, v["normalization"])
-        for v in variants for f in fleets for m in models
-    ]
-    combined = (changed * len(fleets) + fleet_idx) * len(models) + model_idx
-    return {
-        "normalization": pa.array([v["normalization"] for v in variants]).take(pa.array(changed * 1)),
-        "model_identity": pick([text for text, _ in identities], combined),
-        "model_identity_sha256": pick([sha for _, sha in identities], combined),
-        "backend": pick([f.backend for f in fleets], fleet_idx),
-        "endpoint": pick([f"shadow-{f.device}" for f in fleets], fleet_idx),
-        "device": pick([f.device for f in fleets], fleet_idx),
-        "instance_type": pick([f.instance_type for f in fleets], fleet_idx),
-        "image_digest": pick([f"sha256:{f.device:0>8}" for f in fleets], fleet_idx),
-        "model_name": pick([m.name for m in models], model_idx),
-        "model_sha256": pick([m.sha256 for m in models], model_idx),
-        "quantization": pick([m.quantization for m in models], model_idx),
-        "runtime_version": pick(["llama.cpp b6000"] * len(models), model_idx),
-    }
 
 
 def constant_columns(rng: np.random.Generator, n: int, scored: np.ndarray) -> dict[str, pa.Array]:
