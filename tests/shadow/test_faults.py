@@ -37,7 +37,8 @@ PACE_S = 0.003  # ~250 decisions/s offered, as production would, rather than bac
 EXPECTED: dict[str, tuple[set[tuple[str, str | None]], tuple[str, str | None]]] = {
     "healthy": ({("scored", None)}, ("scored", None)),
     "slow": ({("timeout", "scorer_timeout"), ("dropped", "circuit_open"), ("dropped", "queue_full"),
-              ("dropped", "shutdown"), ("timeout", "deadline")}, ("timeout", "scorer_timeout")),
+              ("dropped", "shutdown"), ("timeout", "deadline"), ("dropped", "shed")},  # shed: the lane's gate
+             ("timeout", "scorer_timeout")),
     "error": ({("error", "scorer_error"), ("dropped", "circuit_open")}, ("error", "scorer_error")),
     "overloaded": ({("error", "scorer_overloaded"), ("dropped", "circuit_open")},
                    ("error", "scorer_overloaded")),
