@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from pipelines.confseq import lower_bound, upper_bound
 from pipelines.errors import BadArgument
 from pipelines.mart_schema import DECLARED
+from pipelines.sqlmodels import quote_ident
 from pipelines.weeks import as_utc, parse_week, week_label
 
 if TYPE_CHECKING:
@@ -215,12 +216,15 @@ def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alph
         for key, book in sorted(books.items()):
             book.looks += 1
             output.append(ledger_row(book, key, target, by_week, window, alpha))
-    table = pa.Table.from_pylist(output, schema=pa.schema(DECLARED["evidence"]))
-    con.register("carried_evidence", table)
-    try:
-        con.execute("create or replace table evidence as select * from carried_evidence")
-    finally:
-        con.unregister("carried_evidence")
+    # Rows go back as bound parameters into the table the model built (its declared types): an Arrow
+    # table registered in DuckDB, or built from Python rows, would import pandas into every run.
+    columns = [name for name, _ in DECLARED["evidence"]]
+    con.execute("delete from evidence")
+    if output:
+        names = ", ".join(quote_ident(name) for name in columns)
+        slots = ", ".join("?" for _ in columns)
+        con.executemany(f"insert into evidence ({names}) values ({slots})",  # noqa: S608  (quoted names)
+                        [[row[name] for name in columns] for row in output])
 
 
 def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's context)

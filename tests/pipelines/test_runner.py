@@ -104,11 +104,11 @@ def test_a_mart_that_gained_a_column_is_extended_in_the_file(records_root: Path,
 def test_a_failed_write_leaves_every_mart_of_the_file_as_it_was(records_root: Path, tmp_path: Path) -> None:
     """The DuckDB file takes all marts in one transaction.
 
-    When the last mart written cannot be stored, the earlier ones keep the previous run's rows (here: the
-    week still not mature), and the run fails naming the mart, with DuckDB's reason.
+    When a mart cannot be stored, the marts written before it in the same run keep the previous run's rows
+    (here: the week still not mature), and the run fails naming the mart, with DuckDB's reason.
     """
     run_window(records_root, tmp_path, as_of=WEEK_END + dt.timedelta(hours=1), first=WEEK, last=WEEK)
-    assert mart_names()[-1] == "cost"
+    assert mart_names().index("funnel") < mart_names().index("cost")
     with duckdb.connect(str(tmp_path / DATABASE_FILE)) as db:
         db.execute("alter table cost alter column week type date using null")  # week labels no longer fit
         before = db.sql("select count(*), bool_or(mature) from funnel").fetchall()
