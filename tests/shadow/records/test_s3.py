@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ import pytest
 from shadow.records.compact import CompactPolicy, compact_root
 from shadow.records.errors import SinkFull
 from shadow.records.layout import filesystem, open_dataset
-from shadow.records.parquet import publish_segment
+from shadow.records.parquet import Published, publish_segment
 from shadow.records.s3 import S3Uploader, staged_files
 from shadow.records.store import RecordStore
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from shadow.records.settings import RecordSettings
 
-    from .conftest import MotoServer
+    from .harness import MotoServer
 
 
 def _client(settings: RecordSettings) -> Any:
@@ -140,6 +141,46 @@ async def test_a_file_is_counted_before_the_uploader_can_take_it(s3_settings: Re
         assert store.stats.publish_errors == 0
     assert staged_files(settings.staging_dir) == []
     assert open_dataset(settings, "outcomes").count_rows() == 1
+
+
+async def test_an_upload_finishing_while_new_files_are_counted_is_not_lost(
+        s3_settings: RecordSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upload that ends while a roll-over is counting its new files still takes its bytes off.
+
+    A file staged before the start is held in its upload until the roll-over starts counting; the
+    count is then held until that upload is done. Were the count added to the total read before it
+    was computed, the upload's decrement would be lost and ``staged_bytes`` would stay above zero
+    with nothing staged.
+    """
+    settings = s3_settings.model_copy(update={"roll_seconds": 0.1})
+    early = settings.staging_dir / "outcomes" / "decision_type=route" / "w0-0000000000000000.parquet"
+    early.parent.mkdir(parents=True)
+    early.write_bytes(b"x" * 1000)
+    counting = threading.Event()
+    stores: list[RecordStore] = []
+
+    class HeldUploader(S3Uploader):
+        def upload(self, path: Path, relative: str) -> str:
+            if path == early:
+                counting.wait(5.0)
+            return super().upload(path, relative)
+
+    def held_bytes(published: Published) -> int:
+        counting.set()
+        deadline = time.monotonic() + 5.0
+        while stores[0].stats.uploads == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return sum(p.stat().st_size for p in published.files)
+
+    monkeypatch.setattr(Published, "bytes", property(held_bytes))
+    async with RecordStore(settings, HeldUploader(settings)) as store:
+        stores.append(store)
+        assert store.stats.staged_bytes == 1000
+        await store.outcome(outcome_row("d0"))
+        await _until(lambda: store.stats.uploads == 2 and not staged_files(settings.staging_dir),
+                     store=store)
+        assert counting.is_set()
+        assert store.stats.staged_bytes == 0
 
 
 async def test_the_disk_bound_drops_new_decisions_but_keeps_outcomes(s3_settings: RecordSettings) -> None:
