@@ -27,6 +27,7 @@ from pipelines.storage import open_root
 from shadow.redaction import HASH_PREFIX, Redactor
 from tests.dashboards.harness import run_marts
 from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
+from tests.harness import every_byte
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,14 +42,6 @@ AUDIT_URL = "http://127.0.0.1:8490"
 CAP = 5
 
 
-def _every_byte(folder: Path) -> bytes:
-    """Every byte of every file under ``folder``, plus each Parquet file's decoded values."""
-    chunks = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        chunks.append(path.read_bytes())
-        if path.suffix == ".parquet":
-            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str).encode())
-    return b"\n".join(chunks)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +60,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         ]
         column = table.schema.get_field_index("state")
         pq.write_table(table.set_column(column, "state", pa.array(states, pa.string())), path)
-    assert EMAIL.encode() not in _every_byte(records)
+    assert EMAIL.encode() not in every_byte(records)
     marts = run_marts(records, tmp_path_factory.mktemp("gallery-marts"), "2026-W44", TRIAL_WEEK)
     return records, marts
 
@@ -83,7 +76,7 @@ def test_the_gallery_shows_no_removed_field_and_hashed_fields_hashed(
 ) -> None:
     """The removed marker is nowhere; the hashed one only as hmac-sha256; the control is in the page."""
     page, summary = to_html(gallery_review), to_markdown(gallery_review)
-    marts = _every_byte(stored[1])
+    marts = every_byte(stored[1])
     hashed = HASH_PREFIX + hmac.new(KEY, json.dumps(CARD).encode(), hashlib.sha256).hexdigest()
     assert CONTROL in page
     assert CONTROL.encode() in marts

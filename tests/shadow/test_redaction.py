@@ -11,13 +11,13 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from semif_shadow.logs import JsonFormatter
 from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 from shadow.redaction import HASH_PREFIX, Redactor, ScrubFilter
+from tests.harness import every_byte
 
 from .records.factories import BASE_US, OPTIONS, outcome_row, proposal_row
 
@@ -104,14 +104,6 @@ def all_logs() -> Iterator[io.StringIO]:
         root.setLevel(old_level)
 
 
-def _everything_written(folder: Path) -> bytes:
-    """Every byte of every file under ``folder``, plus every Parquet file's decoded values."""
-    chunks = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        chunks.append(path.read_bytes())
-        if path.suffix == ".parquet":
-            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str).encode())
-    return b"\n".join(chunks)
 
 
 async def test_a_redacted_marker_reaches_no_file_and_no_log(tmp_path: Path, all_logs: io.StringIO) -> None:
@@ -128,7 +120,7 @@ async def test_a_redacted_marker_reaches_no_file_and_no_log(tmp_path: Path, all_
         await store.accept("d1", "route", BASE_US, OPTIONS)
         await store.proposal(row)
         await store.outcome(outcome_row("d1"))
-        journal_bytes = _everything_written(settings.spool_dir)
+        journal_bytes = every_byte(settings.spool_dir)
         logging.getLogger("shadow.records").info("store stats %s", store.snapshot())
     leaky = logging.getLogger("test.leaky")
     scrubbing = logging.StreamHandler(all_logs)
@@ -139,7 +131,7 @@ async def test_a_redacted_marker_reaches_no_file_and_no_log(tmp_path: Path, all_
         leaky.warning("a careless log line: %s", json.dumps(_state()))
     finally:
         leaky.removeHandler(scrubbing)
-    written = journal_bytes + _everything_written(tmp_path)
+    written = journal_bytes + every_byte(tmp_path)
     logs = all_logs.getvalue()
     assert CONTROL.encode() in journal_bytes
     assert CONTROL.encode() in written

@@ -14,16 +14,15 @@ search works; the hashed form of the hashed marker is found where states are sto
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.records.settings import RecordSettings
+from tests.harness import every_byte
 from tests.shadow import test_redaction
 from tests.shadow.fault_scorer import Faults, fault_app
 from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
@@ -60,20 +59,12 @@ def _recording_scorer(faults: Faults, received: list[bytes]) -> web.Application:
     return app
 
 
-def _every_byte(folder: Path) -> bytes:
-    """Every byte of every file under ``folder``, plus each Parquet file's decoded values."""
-    chunks = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        chunks.append(path.read_bytes())
-        if path.suffix == ".parquet" and not path.name.startswith("."):
-            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str).encode())
-    return b"\n".join(chunks)
 
 
 async def _journaled(spool: Path, n: int) -> bytes:
     """The spool's bytes once ``n`` stored states are in the journal (polled; the store commits alone)."""
     deadline = asyncio.get_running_loop().time() + SPOOL_TIMEOUT_S
-    while (seen := _every_byte(spool)).count(CONTROL.encode()) < n:
+    while (seen := every_byte(spool)).count(CONTROL.encode()) < n:
         found = seen.count(CONTROL.encode())
         assert asyncio.get_running_loop().time() < deadline, f"{found} of {n} in the journal"
         await asyncio.sleep(0.05)
@@ -106,7 +97,7 @@ async def test_raw_markers_reach_no_file_no_log_and_no_scorer(mode: str, tmp_pat
                 spool = await _journaled(settings.records.spool_dir, 5)
     assert statuses == {"api-scored": 202, "api-error": 202, "api-ended": 202, "api-refused": 400,
                         "proxy-scored": 200, "proxy-error": 200, "outcome": 200}
-    root = _every_byte(tmp_path / "records")
+    root = every_byte(tmp_path / "records")
     logs = all_logs.getvalue()
     to_scorer = b"\n".join(received)
     for marker in (EMAIL, CARD):
