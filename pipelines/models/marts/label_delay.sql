@@ -11,16 +11,27 @@ with params as (
     select maturity_lag_days, reference_weeks, read_start::date as read_start_day from run_params
 ),
 
-delays as (
-    select segments.decision_type, min(decisions.week_start) as week_start,
+types as (  -- each segment's decision type as a small number: the per-decision group below has fixed-width keys
+    select segment, (dense_rank() over (order by decision_type))::usmallint as type_id, decision_type
+    from int_segments
+),
+
+firsts as (
+    select types.type_id, min(decisions.week_start) as week_start,
         min(decisions.outcome_source) as source,
-        max(decisions.outcome_delay_us) / 3600000000.0 as delay_hours
+        max(decisions.outcome_delay_us) as delay_us
     from int_decisions as decisions
-    join int_segments as segments using (segment)
+    join types using (segment)
     cross join params
     where decisions.joined
         and decisions.week_start - to_days(7 * params.reference_weeks) >= params.read_start_day
-    group by segments.decision_type, decisions.decision_key
+    group by types.type_id, decisions.decision_key
+),
+
+delays as (
+    select names.decision_type, firsts.week_start, firsts.source, firsts.delay_us / 3600000000.0 as delay_hours
+    from firsts
+    join (select distinct type_id, decision_type from types) as names using (type_id)
 ),
 
 quantiles as (
