@@ -9,8 +9,10 @@ step in both trees. With `--reference-seconds` (the baseline's time where it was
 ratio is also given as the projected time of this tree.
 
 The baseline is a git revision, checked out in a temporary `git worktree` (removed at the end), or a tree
-given with `--baseline-tree`. Both trees' `pipelines` package run under this tree's copy of
-`bench/pipelines_models.py` (with `PYTHONPATH=<tree>`, as that script documents).
+given with `--baseline-tree`. `--baseline-drop MODEL` leaves models out of the revision's tree, to time what
+they cost on the same commit (`--baseline-drop audits`: every audit model). Both trees' `pipelines`
+package run under this tree's copy of `bench/pipelines_models.py` (with `PYTHONPATH=<tree>`, as that
+script documents).
 
     .venv/bin/python -P bench/pipelines_pairs.py /tmp/semif-bench-pipelines/records-10000000-zstd \\
         --baseline REV --pairs 16 --reference-seconds SECONDS
@@ -77,14 +79,38 @@ def run_job(tree: Path, root: Path) -> Run:
     return parse(done.stdout)
 
 
+AUDIT_MODELS = (
+    "stg_audits", "stg_audit_samples", "int_audits", "int_audited", "int_audit_pairs", "correctness",
+    "auditor_agreement", "auditor_disagreements",
+)
+"""``--baseline-drop audits``: the models that turn audits into marts (production's outcome, read by every
+other model, already leaves them out)."""
+
+
+def drop_models(tree: Path, names: Sequence[str]) -> None:
+    """Leave ``names`` out of ``tree``'s model order (``pipelines/sqlmodels.py``, ``ORDER``).
+
+    They are then neither built nor written. Fails if a name is not in the order.
+    """
+    path = tree / "pipelines" / "sqlmodels.py"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    for name in names:
+        entry = [ln for ln in lines if ln.strip().startswith("(") and ln.strip().endswith(f'"{name}"),')]
+        if len(entry) != 1:
+            raise SystemExit(f"--baseline-drop: {name!r} is not in the model order of {path}")
+        lines.remove(entry[0])
+    path.write_text("".join(lines), encoding="utf-8")
+
+
 @contextlib.contextmanager
-def baseline_tree(revision: str) -> Iterator[Path]:
-    """A detached worktree of ``revision`` in a temporary folder, removed afterwards."""
+def baseline_tree(revision: str, drop: Sequence[str] = ()) -> Iterator[Path]:
+    """A detached worktree of ``revision`` in a temporary folder, ``drop`` left out; removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="semif-pairs-") as parent:
         path = Path(parent) / "baseline"
         add = ["git", "-C", str(HERE), "worktree", "add", "--detach", "--quiet", str(path), revision]
         subprocess.run(add, check=True)  # noqa: S603  (git on PATH, our own arguments)
         try:
+            drop_models(path, drop)
             yield path
         finally:
             remove = ["git", "-C", str(HERE), "worktree", "remove", "--force", str(path)]
@@ -137,6 +163,9 @@ def main() -> None:
     parser.add_argument("root", type=Path, help="a records folder made by bench/pipelines.py")
     parser.add_argument("--baseline", help="git revision of tree A (or --baseline-tree)")
     parser.add_argument("--baseline-tree", type=Path, help="an existing checkout to use as tree A instead")
+    parser.add_argument("--baseline-drop", action="append", default=[], metavar="MODEL",
+                        help="leave this model out of tree A (repeatable; 'audits': every audit model), to "
+                             "time what a set of models costs on the same commit")
     parser.add_argument("--pairs", type=int, default=12, help="pairs to run (default 12)")
     parser.add_argument("--reference-seconds", type=float,
                         help="tree A's time where it was first measured: ratios also as projected seconds")
@@ -148,9 +177,14 @@ def main() -> None:
     if not (args.baseline or args.baseline_tree):
         parser.error("name tree A: --baseline REV or --baseline-tree DIR")
 
-    tree = contextlib.nullcontext(args.baseline_tree) if args.baseline_tree else baseline_tree(args.baseline)
+    if args.baseline_drop and not args.baseline:
+        parser.error("--baseline-drop needs --baseline REV (it edits the temporary worktree)")
+    drop = [m for name in args.baseline_drop for m in (AUDIT_MODELS if name == "audits" else (name,))]
+    tree = (contextlib.nullcontext(args.baseline_tree) if args.baseline_tree
+            else baseline_tree(args.baseline, drop))
     with tree as baseline:
-        print(f"A = {args.baseline_tree or args.baseline}, B = {HERE}; load average "
+        dropped = f" without {', '.join(drop)}" if drop else ""
+        print(f"A = {args.baseline_tree or args.baseline}{dropped}, B = {HERE}; load average "
               f"{os.getloadavg()[0]:.1f}", flush=True)
         pairs = []
         for index in range(args.pairs):
