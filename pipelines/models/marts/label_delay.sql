@@ -11,21 +11,40 @@ with params as (
     select maturity_lag_days, reference_weeks, read_start::date as read_start_day from run_params
 ),
 
-types as (  -- each segment's decision type as a small number: the per-decision group below has fixed-width keys
-    select segment, (dense_rank() over (order by decision_type))::usmallint as type_id, decision_type
-    from int_segments
+types as (  -- each segment's decision type as a small number (fixed-width group keys below), and whether
+            -- the type has several candidates
+    select segments.segment, segments.decision_type,
+        (dense_rank() over (order by segments.decision_type))::usmallint as type_id,
+        candidates.shared
+    from int_segments as segments
+    join (
+        select decision_type, count(distinct coalesce(candidate, '')) > 1 as shared
+        from int_segments
+        group by decision_type
+    ) as candidates using (decision_type)
 ),
 
-firsts as (
-    select types.type_id, min(decisions.week_start) as week_start,
-        min(decisions.outcome_source) as source,
-        max(decisions.outcome_delay_us) as delay_us
+labelled as not materialized (
+    select types.type_id, types.shared, decisions.decision_key, decisions.week_start,
+        decisions.outcome_source as source, decisions.outcome_delay_us as delay_us
     from int_decisions as decisions
     join types using (segment)
     cross join params
     where decisions.joined
         and decisions.week_start - to_days(7 * params.reference_weeks) >= params.read_start_day
-    group by types.type_id, decisions.decision_key
+),
+
+firsts as (
+    -- A decision has one row per candidate (the records' key is type, decision id and candidate): where a
+    -- type has several candidates, one per decision, from its earliest receipt; else every row is one.
+    select type_id, min(week_start) as week_start, min(source) as source, max(delay_us) as delay_us
+    from labelled
+    where shared
+    group by type_id, decision_key
+    union all
+    select type_id, week_start, source, delay_us
+    from labelled
+    where not shared
 ),
 
 delays as (

@@ -1,11 +1,11 @@
 """label_delay mart: each decision's first outcome report, counted once, against a pandas reference.
 
-Two candidates score the same generated decisions (so most decisions have two rows), and extra rows are
-written beside the generated ones: a second, later receipt of some decisions (a client's retry: the
-earliest receipt counts), an earlier report from the proxy for some (the first report and its source
-count, not the latest), the same instant from both sources for others (the first by name) and an audit
-before any report (never counted). The reference reads the files with pyarrow and computes every
-quantile with numpy (linear interpolation, as ``quantile_cont``).
+Generated decisions scored by one candidate, and by two (most decisions then have two rows), with extra
+rows written beside the generated ones: an earlier report from the proxy for some decisions (the first
+report and its source count, not the latest), the same instant from both sources for others (the first
+by name) and an audit before any report (never counted); with two candidates also a second, later row of
+some decisions (the earliest receipt counts). The reference reads the files with pyarrow and computes
+every quantile with numpy (linear interpolation, as ``quantile_cont``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 
     from tests.pipelines.harness import Computed
 
-PLAN = Plan(
-    decisions=6_000, weeks=2, drift_week=None, seed=21, knobs=synth.Knobs(challenger=synth.CHALLENGER)
-)
+PLANS = {
+    "two candidates": Plan(
+        decisions=6_000, weeks=2, drift_week=None, seed=21, knobs=synth.Knobs(challenger=synth.CHALLENGER)
+    ),
+    "one candidate": Plan(decisions=6_000, weeks=2, drift_week=None, seed=22),
+}
 FIRST, LAST = "2026-W44", "2026-W45"
 WRITER = "gen-0009"
 
@@ -52,13 +55,13 @@ def write_by_date(root: Path, dataset: str, table: pa.Table, column: str) -> Non
                        folder / f"{WRITER}-{dataset}.parquet")
 
 
-def add_rows(root: Path) -> None:
-    """Retried receipts, earlier proxy reports, same-instant reports and audits beside the generated rows."""
-    proposals = read(root, "proposals")
+def add_rows(root: Path, *, later_rows: bool) -> None:
+    """Earlier proxy reports, same-instant reports, audits (and ``later_rows``) beside the generated rows."""
     outcomes = read(root, "outcomes")
-    retried = proposals.iloc[::40].copy()
-    retried["received_at"] += pd.Timedelta(minutes=30)
-    write_by_date(root, "proposals", pa.Table.from_pandas(retried, preserve_index=False), "received_at")
+    if later_rows:
+        later = read(root, "proposals").iloc[::40].copy()
+        later["received_at"] += pd.Timedelta(minutes=30)
+        write_by_date(root, "proposals", pa.Table.from_pandas(later, preserve_index=False), "received_at")
     extra = []
     for every, offset, source in ((7, pd.Timedelta(hours=-2), "proxy"), (11, pd.Timedelta(0), "proxy"),
                                   (13, pd.Timedelta(hours=-5), "audit")):
@@ -70,12 +73,14 @@ def add_rows(root: Path) -> None:
     write_by_date(root, "outcomes", pa.Table.from_pandas(added, preserve_index=False), "outcome_at")
 
 
-@pytest.fixture(scope="module")
-def computed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Computed, Path]]:
+@pytest.fixture(scope="module", params=sorted(PLANS))
+def computed(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Computed, Path]]:
     """The records with the added rows, and every mart over them."""
     root = tmp_path_factory.mktemp("label_delay_records")
-    generate(open_root(str(root)), PLAN)
-    add_rows(root)
+    generate(open_root(str(root)), PLANS[request.param])
+    add_rows(root, later_rows=request.param == "two candidates")
     run = run_window(root, None, first=FIRST, last=LAST)
     yield run, root
     run.con.close()
