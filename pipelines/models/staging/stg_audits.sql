@@ -17,20 +17,17 @@ known as (
       and source.auditor is not null
 ),
 
-ranked as (
-    select
-        known.*,
-        row_number() over (
-            partition by sample_id, decision_type, decision_id, auditor
-            order by outcome_at desc, answer desc
-        ) as newest
+latest as (  -- the newest answer: the largest (outcome_at, answer) pair, a plain aggregate (no sort)
+    select sample_id, decision_type, decision_id, auditor,
+        max(struct_pack(answered_at := outcome_at, answer := answer)) as newest
     from known
+    group by sample_id, decision_type, decision_id, auditor
 ),
 
 final as (
-    select sample_id, decision_type, decision_id, auditor, answer, outcome_at
-    from ranked
-    where newest = 1
+    select
+        sample_id, decision_type, decision_id, auditor, newest.answer as answer, newest.answered_at as outcome_at
+    from latest
 )
 
 select * from final
