@@ -96,6 +96,11 @@ def _outcomes(app: web.Application, scorer_url: str) -> Counter[str]:
                     for reason in ("loop_lag", "deadline_cut", "cpu_pressure")})
 
 
+def no_loop_lag(started: float) -> bool:  # noqa: ARG001  (LoopLag.starved's signature)
+    """Injected in place of ``LoopLag.starved``: the loop never lagged (named so where it is used)."""
+    return False
+
+
 needs_psi = pytest.mark.skipif(read_psi_cpu() is None, reason="no /proc/pressure/cpu on this machine")
 
 
@@ -130,7 +135,7 @@ async def test_cpu_pressure_excuses_a_timeout_only_for_a_scorer_that_answers_lat
 
 
 async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_scorer(
-        faults: Faults, scorer_url: str, tmp_path: Path) -> None:
+        faults: Faults, scorer_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Decisions that waited in the queue leave their call less than its timeout: its timeout is excused.
 
     Four workers, a scorer that answers every call in 0.4 s, a 1 s timeout and a 1 s deadline. Of 16
@@ -138,16 +143,18 @@ async def test_a_call_the_deadline_cut_short_is_not_held_against_a_healthy_score
     ~0.2 s, times out, and says nothing about the scorer, which answered the two waves before. Held
     against it (the bug seen in the quiet soak) they open the breaker and the next batch is refused
     (``circuit_open``). Excused (``reason="deadline_cut"``), the next batch is scored like the first.
-    The machine's pressure is injected as idle (named so) so that only this rule can excuse them.
+    The machine's pressure is injected as idle and the loop's lag as none (both named so) so that only
+    this rule can excuse them: on a loaded machine the loop lags too, and that excuse is checked first.
     """
     scorer = {"timeout_s": 1.0, "deadline_s": 1.0, "max_attempts": 1}
     dtype = ticket_type(scorer_url, scorer=scorer, breaker=BREAKER)
     settings = settings_for(tmp_path, write_catalog(tmp_path, {"tickets": dtype}), workers=4)
     faults.mode, faults.delay_s = "slow", 0.4
     async with running_sidecar(settings) as (url, app):
-        pressure = app[MIRROR].dispatcher.lag.pressure
-        pressure.read = injected_share(0.0)
-        pressure.samples.clear()
+        lag = app[MIRROR].dispatcher.lag
+        lag.pressure.read = injected_share(0.0)
+        lag.pressure.samples.clear()
+        monkeypatch.setattr(lag, "starved", no_loop_lag)
         for wave in ("first", "second"):
             await offer_batches(url, [wave], n=16)
             await asyncio.sleep(1.5)  # every call of the batch has ended
