@@ -23,7 +23,7 @@ from scipy.special import betaincinv, erf
 from scipy.stats import binom
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from contracts.records import OUTCOMES, PROPOSALS
+from contracts.records import OUTCOMES, PROPOSALS, SOURCE_AUDIT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -85,10 +85,10 @@ def load(root: Path, as_of: pd.Timestamp) -> tuple[pd.DataFrame, dict[str, tuple
     del table
     outs = (
         pads.dataset(files["outcomes"], schema=OUTCOMES)
-        .to_table(columns=["decision_id", "outcome", "outcome_at"])
+        .to_table(columns=["decision_id", "outcome", "outcome_at", "source"])
         .to_pandas()
     )
-    outs = outs[outs.outcome_at <= as_of]
+    outs = outs[(outs.outcome_at <= as_of) & (outs.source != SOURCE_AUDIT)]  # audits are not production's
     outs = outs.sort_values(["decision_id", "outcome_at", "outcome"]).drop_duplicates(
         "decision_id", keep="last"
     )
