@@ -83,17 +83,21 @@ class Mirror:
         Returns, per decision, what `offer` returns for the champion, or ``disk_full`` / ``internal_error``
         when the champion's mark could not be written (its worker records it so).
         """
-        taken = [self._offer(o.rt, o.decision_id, o.state, o.size) for o in offers]
+        received = clock.now(), time.monotonic()  # one request, one instant of receipt for its decisions
+        taken = [self._offer(o.rt, o.decision_id, o.state, o.size, received) for o in offers]
         marks = [d.accepted for _, ds in taken for d in ds if d.accepted is not None]
         if marks:
             await asyncio.wait(marks)
         return [reason if reason is not None else _mark_failure(ds[0].accepted) for reason, ds in taken]
 
-    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State,
-               size: int) -> tuple[str | None, list[QueuedDecision]]:
-        """The champion's reason (None: queued), and the decisions each candidate's lane got."""
-        now = clock.now()
-        received_us, received_mono = int(now * 1e6), time.monotonic()
+    def _offer(self, rt: DecisionRuntime, decision_id: str, state: State, size: int,
+               received: tuple[float, float] | None = None) -> tuple[str | None, list[QueuedDecision]]:
+        """The champion's reason (None: queued), and the decisions each candidate's lane got.
+
+        ``received``: the (clock, monotonic) instant the decision was received; now if not given.
+        """
+        now, received_mono = received if received is not None else (clock.now(), time.monotonic())
+        received_us = int(now * 1e6)
         sampled, shared = self._admit(rt, decision_id, now)
         reasons, decisions = [], []
         for cand in rt.candidates:

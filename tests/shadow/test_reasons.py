@@ -62,6 +62,7 @@ async def test_a_decision_queued_past_its_deadline_is_a_deadline_row(faults: Fau
         await asyncio.sleep(1.0)
     rows = rows_by_id(tmp_path)
     first, second = rows["d-1"], rows["d-2"]
+    assert first["received_at"] == second["received_at"]  # one request: one instant, one deadline
     assert (first["status"], first["attempts"]) == ("timeout", 1)
     assert (second["status"], second["reason"], second["attempts"]) == ("timeout", "deadline", 0)
 
