@@ -243,8 +243,7 @@ class RecordStore:
         async with self._staging:  # counted before the uploader can list (and delete) the new files
             published = await loop.run_in_executor(self._work, publish_segment, segment, local_root, writer)
             if self._uploader is not None:
-                # awaited before the addition: `x += await ...` reads x first, so an upload pass that
-                # took bytes off during the await would be overwritten (staged_bytes stuck above zero)
+                # computed, then added: an upload may take bytes off the total during the await
                 added = await loop.run_in_executor(self._work, lambda: published.bytes)
                 self.stats.staged_bytes += added
         await loop.run_in_executor(self._work, remove_segment, segment)

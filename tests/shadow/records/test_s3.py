@@ -148,9 +148,8 @@ async def test_an_upload_finishing_while_new_files_are_counted_is_not_lost(
     """An upload that ends while a roll-over is counting its new files still takes its bytes off.
 
     A file staged before the start is held in its upload until the roll-over starts counting; the
-    count is then held until that upload is done. Were the count added to the total read before it
-    was computed, the upload's decrement would be lost and ``staged_bytes`` would stay above zero
-    with nothing staged.
+    count is then held until that upload is done. Both changes reach ``staged_bytes``, which ends at
+    zero with nothing staged.
     """
     settings = s3_settings.model_copy(update={"roll_seconds": 0.1})
     early = settings.staging_dir / "outcomes" / "decision_type=route" / "w0-0000000000000000.parquet"
