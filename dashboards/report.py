@@ -3,7 +3,7 @@
 Phases: ``review`` gathers evidence and verdicts per decision type and candidate, then the first screen
 (trust strip, decision banner, scorecard, verdict trend: ``dashboards.screen``) and the charts;
 ``to_html`` and ``to_markdown`` only format what it returns. Nothing here reads the marts' columns
-except through ``dashboards.marts``, ``dashboards.evidence`` and the first screen's modules.
+except through ``dashboards.marts``, ``dashboards.verdict.evidence`` and the first screen's modules.
 """
 
 from __future__ import annotations
@@ -13,25 +13,27 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards import banner, charts, correctness, gallery, screen, trust
+from dashboards import charts, gallery
 from dashboards.config import rules_applied
-from dashboards.evidence import calibration_of, gather
 from dashboards.marts import CANDIDATE, Marts, identity_of
 from dashboards.names import base_name, described, readable
-from dashboards.scorecard import adjust, representative, scorecards
-from dashboards.verdict import decide
+from dashboards.screen import banner, markup, trust
+from dashboards.screen.scorecard import adjust, representative, scorecards
+from dashboards.verdict import correctness
+from dashboards.verdict.decision import decide
+from dashboards.verdict.evidence import calibration_of, gather
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import pandas as pd
 
+    from dashboards.charts.rendering import Chart
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Calibration, Evidence
     from dashboards.policies import Replayed
-    from dashboards.rendering import Chart
-    from dashboards.scorecard import Scorecard
-    from dashboards.verdict import Verdict
+    from dashboards.screen.scorecard import Scorecard
+    from dashboards.verdict.decision import Verdict
+    from dashboards.verdict.evidence import Calibration, Evidence
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
@@ -287,13 +289,13 @@ def to_html(result: Review) -> str:
         for s in result.sections
     )
     title = f"<h1>Rollout review {html.escape(result.week)}</h1>"
-    first = screen.banner_html([(s.decision_type, s.lines) for s in result.sections], title)
+    first = markup.banner_html([(s.decision_type, s.lines) for s in result.sections], title)
     cards = [c for s in result.sections for c in s.scorecards]
     return (
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Rollout review "
-        f"{result.week}</title><style>{STYLE}{screen.STYLE}</style></head><body>{first}"
-        f"{screen.trust_html(result.facts, result.caveats)}{screen.scorecard_html(cards, result.family)}"
-        f"{screen.trend_html(result.trend, result.weeks)}"
+        f"{result.week}</title><style>{STYLE}{markup.STYLE}</style></head><body>{first}"
+        f"{markup.trust_html(result.facts, result.caveats)}{markup.scorecard_html(cards, result.family)}"
+        f"{markup.trend_html(result.trend, result.weeks)}"
         f"<p>marts: <code>{html.escape(result.source)}</code>. Every number is per candidate identity "
         f"(<code>candidate model/quantization/device/normalization #sha256</code>); hover a mark for its "
         f"values.</p>{body}"
@@ -311,8 +313,8 @@ def to_markdown(result: Review) -> str:
     strip = [f"{f.label}: {f.value}" for f in result.facts]
     lines = [f"# Rollout review {result.week}", "", " · ".join(strip), ""]
     lines += [f"> ⚠ {c}" for c in result.caveats] + [""]
-    lines += screen.banner_markdown([(s.decision_type, s.lines) for s in result.sections])
-    lines += screen.scorecard_markdown([c for s in result.sections for c in s.scorecards], result.family)
+    lines += markup.banner_markdown([(s.decision_type, s.lines) for s in result.sections])
+    lines += markup.scorecard_markdown([c for s in result.sections for c in s.scorecards], result.family)
     lines += ["## Who was right (audits)", ""]
     for s in result.sections:
         lines += correctness.to_markdown(s.decision_type, s.audited, readable(s.verdicts))

@@ -10,7 +10,7 @@ One module per part of a section, in the order ``BUILDERS`` draws them:
 - ``outcomes``: the funnel, agreement with production over weeks, the confusion grid;
 - ``confidence``: reliability, ECE and PSI over weeks;
 - ``selective``: risk-coverage with each candidate's policy point;
-- ``dashboards.comparison``: the paired comparison of two candidates;
+- ``dashboards.charts.comparison``: the paired comparison of two candidates;
 - ``operations``: scorer latency per fleet, cost per decision;
 
 and ``encoding`` for what they share (rows named per candidate, the palette and the alert colours).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dashboards.charts.comparison import paired
 from dashboards.charts.confidence import ece, psi, reliability
 from dashboards.charts.encoding import AGREEMENT_COLUMNS, ALERT, MODERATE, NAME, PALETTE
 from dashboards.charts.operations import cost, latency
@@ -33,14 +34,13 @@ from dashboards.charts.outcomes import (
     funnel,
 )
 from dashboards.charts.selective import policy_points, risk_coverage
-from dashboards.comparison import paired
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from dashboards.charts.rendering import Chart
     from dashboards.marts import Marts
     from dashboards.policies import Replayed
-    from dashboards.rendering import Chart
 
 __all__ = [
     "AGREEMENT_COLUMNS",

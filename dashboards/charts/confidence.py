@@ -19,8 +19,8 @@ from dashboards.charts.encoding import (
     candidate_colour,
     rows_of_type,
 )
+from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 from dashboards.marts import CANDIDATE
-from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts

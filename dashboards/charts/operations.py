@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import altair as alt
 
 from dashboards.charts.encoding import rows_of_type
-from dashboards.rendering import HEIGHT, WIDTH, Chart, render
+from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts

@@ -8,8 +8,8 @@ import altair as alt
 import numpy as np
 
 from dashboards.charts.encoding import AGREEMENT_COLUMNS, NAME, candidate_colour, rows_of_type
+from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 from dashboards.marts import ALL, CANDIDATE, CANDIDATE_NAME
-from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts

@@ -8,8 +8,8 @@ import altair as alt
 import pandas as pd
 
 from dashboards.charts.encoding import NAME, candidate_colour, rows_of_type
+from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 from dashboards.marts import CANDIDATE
-from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from dashboards import correctness
 from dashboards.config import DEFAULTS, ReviewConfig
 from dashboards.marts import load_marts
 from dashboards.report import review, to_html, to_markdown
+from dashboards.verdict import correctness
 from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.generate import Plan

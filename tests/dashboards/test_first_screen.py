@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from dashboards import trust
 from dashboards.config import DEFAULTS
 from dashboards.marts import load_marts
 from dashboards.report import review, to_html, to_markdown
+from dashboards.screen import trust
 from pipelines import synth
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root

@@ -11,16 +11,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from dashboards.config import DEFAULTS
-from dashboards.health import LABEL_SHIFT, OVERLAP, SRM
 from dashboards.marts import identity_of, load_marts
 from dashboards.report import review
+from dashboards.verdict.health import LABEL_SHIFT, OVERLAP, SRM
 from tests.dashboards.harness import WEEK, run_marts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from dashboards.verdict import Verdict
+    from dashboards.verdict.decision import Verdict
 
 pytestmark = pytest.mark.slow
 

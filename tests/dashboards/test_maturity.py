@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dashboards.config import DEFAULTS
 from dashboards.marts import load_marts
 from dashboards.report import review, to_html, to_markdown
-from dashboards.verdict import Decision
+from dashboards.verdict.decision import Decision
 from pipelines import runner
 from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings

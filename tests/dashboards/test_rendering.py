@@ -7,7 +7,7 @@ import re
 import altair as alt
 import pandas as pd
 
-from dashboards.rendering import render
+from dashboards.charts.rendering import render
 
 
 def test_marks_carry_their_tooltip_fields_as_svg_titles_and_lines_do_not() -> None:

@@ -17,8 +17,8 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 from dashboards.config import DEFAULTS
 from dashboards.marts import CANDIDATE, identity_of, load_marts
 from dashboards.report import review
-from dashboards.scorecard import Row, Scorecard, recommend
-from dashboards.stats import (
+from dashboards.screen.scorecard import Row, Scorecard, recommend
+from dashboards.screen.stats import (
     Z95,
     Difference,
     holm,
@@ -27,7 +27,7 @@ from dashboards.stats import (
     per_accepted,
     ratio_difference,
 )
-from dashboards.verdict import P99_HARD, Check, Decision, Verdict
+from dashboards.verdict.decision import P99_HARD, Check, Decision, Verdict
 from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.storage import open_root

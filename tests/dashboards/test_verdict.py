@@ -10,11 +10,11 @@ import pytest
 
 from dashboards.config import DEFAULTS, ReviewConfig, load_config
 from dashboards.errors import BadReviewConfig
-from dashboards.evidence import gather
-from dashboards.health import LABEL_DELAY, LABEL_SHIFT, OVERLAP, SRM
 from dashboards.marts import CANDIDATE, CANDIDATE_NAME, Marts
 from dashboards.policies import Replayed
-from dashboards.verdict import ECE, MATURE, NO_REFERENCE, PSI, Decision, Verdict, decide
+from dashboards.verdict.decision import ECE, MATURE, NO_REFERENCE, PSI, Decision, Verdict, decide
+from dashboards.verdict.evidence import gather
+from dashboards.verdict.health import LABEL_DELAY, LABEL_SHIFT, OVERLAP, SRM
 from pipelines.confseq import lower_bound
 from pipelines.policy import Policy
 from pipelines.weeks import parse_week, week_label
@@ -369,7 +369,7 @@ def test_a_maturity_lag_under_the_observed_p99_delay_warns_without_blocking() ->
 
 def test_extra_gates_block_go_and_are_named() -> None:
     """A gate another module adds (a non-inferiority check, say) fails: wait, binding on that gate."""
-    from dashboards.verdict import Check  # noqa: PLC0415
+    from dashboards.verdict.decision import Check  # noqa: PLC0415
 
     gate = Check("correctness not inferior", passed=False, detail="audited 0.91 vs 0.95")
     v = decide(gather(crafted(), TYPE, CAND, 0.2), IN_SAMPLE, gates=[gate])

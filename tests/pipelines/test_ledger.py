@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dashboards.evidence import gather
 from dashboards.marts import load_marts
 from dashboards.policies import replay_policies
+from dashboards.verdict.evidence import gather
 from pipelines import synth
 from pipelines.generate import Plan, generate
 from pipelines.ledger import policy_key

@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING
 
 from scipy.stats import binomtest, chi2_contingency
 
-from dashboards.checks import Check
+from dashboards.verdict.checks import Check
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Evidence
+    from dashboards.verdict.evidence import Evidence
 
 SRM = "sample ratio matches the sampling"
 OVERLAP = "candidates scored the same decisions"

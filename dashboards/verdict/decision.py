@@ -2,7 +2,7 @@
 
 Order: a **reject** rule that fires decides; else **go** when every go gate and every health check
 passes; else **wait**, with the gates that failed and an ETA. Statistical rules read the evidence ledger
-(``dashboards.evidence.Ledger``: cumulative *mature* labelled counts at the policy, the ``evidence`` mart)
+(``evidence.Ledger``: cumulative *mature* labelled counts at the policy, the ``evidence`` mart)
 through anytime-valid bounds (``pipelines.confseq``, one-sided at ``alpha = (1 - confidence) / 2``), so a
 verdict stays valid however often the review is run and whatever weeks are rerun.
 
@@ -33,8 +33,8 @@ The data shape the banner and other modules read (stable; fields only added):
 Other modules add go gates without touching the rules: ``decide(e, c, gates=[Check(...)])``.
 
 Where each part lives (every name importable from here): ``Check`` and its states in
-``dashboards.checks``; the reject rules, go gates and rule names in ``dashboards.gates``; the bounds' level
-and the ``Eta`` in ``dashboards.eta``; the health checks in ``dashboards.health``. This module decides.
+``checks``; the reject rules, go gates and rule names in ``gates``; the bounds' level
+and the ``Eta`` in ``eta``; the health checks in ``health``. This module decides.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from dashboards.checks import FAIL, NO_REFERENCE, PASS, Check
-from dashboards.eta import Eta, alpha_of, clopper_pearson, eta_of
-from dashboards.gates import (
+from dashboards.verdict.checks import FAIL, NO_REFERENCE, PASS, Check
+from dashboards.verdict.eta import Eta, alpha_of, clopper_pearson, eta_of
+from dashboards.verdict.gates import (
     COST,
     COST_HARD,
     COVERAGE,
@@ -68,13 +68,13 @@ from dashboards.gates import (
     reject_checks,
     source_of,
 )
-from dashboards.health import health_checks, label_delay_warning
+from dashboards.verdict.health import health_checks, label_delay_warning
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Evidence
+    from dashboards.verdict.evidence import Evidence
 
 __all__ = [
     "COST",

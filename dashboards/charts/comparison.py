@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
+from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 from dashboards.marts import ALL, identity_of
-from dashboards.rendering import HEIGHT, WIDTH, Chart, render
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts

@@ -15,12 +15,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dashboards.verdict import ENOUGH, LABEL_GATES, P99, P99_HARD, POLICY, Decision
+from dashboards.verdict.decision import ENOUGH, LABEL_GATES, P99, P99_HARD, POLICY, Decision
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Evidence
-    from dashboards.verdict import Check, Verdict
+    from dashboards.verdict.decision import Check, Verdict
+    from dashboards.verdict.evidence import Evidence
 
 
 @dataclass(frozen=True)

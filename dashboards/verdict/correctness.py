@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dashboards.marts import CANDIDATE
-from dashboards.verdict import Check
+from dashboards.verdict.checks import Check
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig

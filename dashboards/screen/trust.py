@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from dashboards.marts import Marts
     from dashboards.policies import Replayed
-    from dashboards.verdict import Verdict
+    from dashboards.verdict.decision import Verdict
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The champion is ``champion`` in ``review.yaml`` (a candidate name), else the candidate that scored most
 decisions in the week; each candidate is represented by its identity that scored most (the others keep
-their own verdicts in the banner). Rows (challenger - champion; estimators in ``dashboards.stats``):
+their own verdicts in the banner). Rows (challenger - champion; estimators in ``dashboards.screen.stats``):
 
 - agreement with production, on the decisions both scored that have an outcome (``paired`` mart);
 - audited correctness, where the ``correctness`` mart has both (audits exist);
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from dashboards.marts import ALL, CANDIDATE
 from dashboards.names import base_name, readable
-from dashboards.stats import (
+from dashboards.screen.stats import (
     Difference,
     holm,
     independent_difference,
@@ -34,16 +34,16 @@ from dashboards.stats import (
     se_difference,
     wilson,
 )
-from dashboards.verdict import COST, COST_HARD, P99, P99_HARD, Decision, accepted_of
+from dashboards.verdict.decision import COST, COST_HARD, P99, P99_HARD, Decision, accepted_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import pandas as pd
 
-    from dashboards.evidence import Evidence
     from dashboards.marts import Marts
-    from dashboards.verdict import Verdict
+    from dashboards.verdict.decision import Verdict
+    from dashboards.verdict.evidence import Evidence
 
 SIGNIFICANT = 0.05
 """Holm-adjusted p-value below which a difference is called shown."""

@@ -19,12 +19,12 @@ from pipelines.confseq import labels_needed as confseq_labels_needed
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Evidence
+    from dashboards.verdict.evidence import Evidence
 
 
 @dataclass(frozen=True)
 class Eta:
-    """When the precision bound can be expected to clear the target (``dashboards.verdict``'s docstring)."""
+    """When the precision bound can be expected to clear the target (``decision``'s docstring)."""
 
     labels_needed: int
     per_week: float

@@ -4,11 +4,11 @@ Read only through ``dashboards.marts`` frames (report vocabulary). Today's marts
 only and cost by model name: both are taken at the decision type's worst fleet and the candidate's model
 name, and say so in ``notes``. ``Maturity`` says whether the review week's outcomes are final (the marts'
 ``mature`` column), when they will be, and the observed outcome delays (``label_delay``); ``Health`` is
-what the health checks (``dashboards.health``) read.
+what the health checks (``health``) read.
 
 The precision and severe-error rules read a ``Ledger``: the counts at the candidate's policy, cumulative
-over the mature weeks (``dashboards.policy_evidence``). ``calibration_of`` is what the report shows of a
-candidate's calibration (``dashboards.calibration``; not a verdict input). Both are importable from here.
+over the mature weeks (``policy_evidence``). ``calibration_of`` is what the report shows of a
+candidate's calibration (``calibration``; not a verdict input). Both are importable from here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards.calibration import Calibration, calibration_of
 from dashboards.marts import (
     ALL,
     CANDIDATE,
@@ -28,7 +27,8 @@ from dashboards.marts import (
     is_missing,
     row_of,
 )
-from dashboards.policy_evidence import (
+from dashboards.verdict.calibration import Calibration, calibration_of
+from dashboards.verdict.policy_evidence import (
     NO_POLICY,
     Ledger,
     ledger_of,
@@ -112,7 +112,7 @@ class Shift:
 
 @dataclass(frozen=True)
 class Health:
-    """What the health checks read (``dashboards.health``)."""
+    """What the health checks read (``health``)."""
 
     candidate_name: str
     funnel: dict[str, tuple[int, int, int]]

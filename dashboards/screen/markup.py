@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from dashboards.banner import Line
-    from dashboards.scorecard import Scorecard
-    from dashboards.trust import Fact
+    from dashboards.screen.banner import Line
+    from dashboards.screen.scorecard import Scorecard
+    from dashboards.screen.trust import Fact
 
 STYLE = """
 #trust{display:flex;flex-wrap:wrap;gap:.2em 1.2em;font-size:12px;color:#444;margin:.2em 0 .6em}

@@ -1,9 +1,9 @@
 """The rules a verdict applies: reject rules (any one that fails rejects) and go gates (all must hold).
 
-Each returns ``Check``s (``dashboards.checks``) named by the constants here (``RULES``); the verdict
-(``dashboards.verdict``) decides on them with the health checks (``dashboards.health``). The statistical
+Each returns ``Check``s (``checks``) named by the constants here (``RULES``); the verdict
+(``decision``) decides on them with the health checks (``health``). The statistical
 rules read the evidence ledger at the policy through anytime-valid bounds (``pipelines.confseq``, one-sided
-at ``dashboards.eta.alpha_of``). A drift figure with no reference week yet fails as ``no reference yet``.
+at ``eta.alpha_of``). A drift figure with no reference week yet fails as ``no reference yet``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dashboards.checks import NO_REFERENCE, Check
-from dashboards.eta import alpha_of
+from dashboards.verdict.checks import NO_REFERENCE, Check
+from dashboards.verdict.eta import alpha_of
 from pipelines.confseq import lower_bound, upper_bound
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
-    from dashboards.evidence import Evidence
+    from dashboards.verdict.evidence import Evidence
 
 P99_HARD, COST_HARD = "p99 within hard budget", "cost within hard budget"
 PRECISION_REACHABLE = "precision can reach target at the policy"
@@ -48,7 +48,7 @@ RULES = (
     COST,
     SEVERE,
 )
-"""The rule names of this module (health checks: ``dashboards.health.RULES``)."""
+"""The rule names of this module (health checks: ``health.RULES``)."""
 LABEL_GATES = (MATURE, ENOUGH, PRECISION)
 """Gates that waiting for labels can clear."""
 
@@ -130,7 +130,7 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
 
 
 def go_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
-    """Gates that must all hold for go (health checks: ``dashboards.health``)."""
+    """Gates that must all hold for go (health checks: ``health``)."""
     g, alpha = e.ledger, alpha_of(c)
     low = float(lower_bound(g.accepted_correct, g.accepted_labelled, alpha))
     severe_high = float(upper_bound(g.severe_errors, g.accepted_labelled, alpha))

@@ -1,7 +1,7 @@
 """One rule as applied (``Check``) and its states: the type every rule of the verdict returns.
 
-It sits below the verdict (``dashboards.verdict``), its rules (``dashboards.gates``), the health checks
-(``dashboards.health``) and the gates other modules add, so none of them imports another for it.
+It sits below the verdict (``decision``), its rules (``gates``), the health checks
+(``health``) and the gates other modules add, so none of them imports another for it.
 """
 
 from __future__ import annotations
