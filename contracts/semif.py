@@ -194,6 +194,7 @@ class ModelInfo(_Open):
     kv_type: str | None = None
     segmentation: str | None = None
     batch_invariant: bool | None = None
+    op_offload: bool | None = None
     image_digest: str | None = None
     instance_type: str | None = None
 

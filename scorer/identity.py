@@ -14,7 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scorer import runtime
+from scorer import devices, runtime
 
 if TYPE_CHECKING:
     from scorer.runtime import LlamaRuntime
@@ -81,7 +81,10 @@ class ModelIdentity:
     segmentation: str
     batch_invariant: bool = False
     """Scores do not depend on what shares a decode call (``SCORER_BATCH_INVARIANT``: repacked CPU kernels
-    off, segments on aligned KV cells; `scorer.cells`)."""
+    off, segments on aligned KV cells; `scorer.cells`). Never on a GPU (`scorer.devices`)."""
+    op_offload: bool = False
+    """llama.cpp's op offload in effect: batched operations of the CPU's layers may run on the GPU
+    (``SCORER_OP_OFFLOAD``; false where no GPU is present)."""
     image_digest: str | None = None
     instance_type: str | None = None
 
@@ -137,7 +140,7 @@ def describe(
     cfg = rt.config
     file_type = rt.meta("general.file_type")
     quant = FILE_TYPES.get(int(file_type), f"ftype{file_type}") if file_type else rt.description()
-    on_gpu = cfg.n_gpu_layers != 0 and runtime.supports_gpu_offload()
+    device, op_offload = devices.compute_device(cfg)
     return ModelIdentity(
         name=rt.meta("general.name") or cfg.model_path.stem,
         file=cfg.model_path.name,
@@ -147,8 +150,8 @@ def describe(
         runtime="llama.cpp",
         runtime_version=runtime.ggml_commit(),
         bindings_version=f"llama-cpp-python {version('llama-cpp-python')}",
-        device="cuda" if on_gpu else "cpu",
-        n_gpu_layers=cfg.n_gpu_layers if on_gpu else 0,
+        device=device,
+        n_gpu_layers=cfg.n_gpu_layers if device != "cpu" else 0,
         n_threads=cfg.n_threads,
         n_ctx=rt.n_ctx,
         n_batch=cfg.n_batch,
@@ -156,6 +159,7 @@ def describe(
         kv_type=cfg.kv_type,
         segmentation=segmentation,
         batch_invariant=batch_invariant,
+        op_offload=op_offload,
         image_digest=image_digest,
         instance_type=instance_type,
     )

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scorer.devices import refuse_invariance_on_gpu
 from scorer.errors import ModelError
 from scorer.identity import file_sha256
 from scorer.runtime import RuntimeConfig
@@ -77,5 +78,9 @@ def embedded_default() -> Path:
 
 
 def runtime_config(settings: ScorerSettings) -> RuntimeConfig:
-    """The llama.cpp context of an engine with ``settings``, on the model file they resolve to."""
+    """The llama.cpp context of an engine with ``settings``, on the model file they resolve to.
+
+    The batch-invariant mode is refused here where llama.cpp sees a GPU (`scorer.devices`).
+    """
+    refuse_invariance_on_gpu(settings)
     return RuntimeConfig.from_settings(settings, resolve_model_path(settings.model_path))

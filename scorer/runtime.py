@@ -63,6 +63,9 @@ class RuntimeConfig:
     repack: bool = True
     """llama.cpp's repacked CPU weight layouts (``use_extra_bufts``): faster GEMMs whose arithmetic
     depends on how many tokens a call holds, so off in the batch-invariant mode."""
+    op_offload: bool = True
+    """llama.cpp's op offload: where a GPU is present, large batched operations on the CPU's layers
+    run on it (even with no layer offloaded), so off in the batch-invariant mode."""
 
     @classmethod
     def from_settings(cls, settings: ScorerSettings, model_path: Path) -> RuntimeConfig:
@@ -77,6 +80,7 @@ class RuntimeConfig:
             flash_attn=settings.flash_attn,
             n_seq_max=min(256, settings.n_batch),  # sequence 0 the prefix, the last the pads: 254 branches
             repack=not settings.batch_invariant,
+            op_offload=settings.offloading_ops,
         )
 
 
@@ -120,6 +124,7 @@ class LlamaRuntime:
         ctx_params.kv_unified = True  # option branches share the prefix's cells
         ctx_params.swa_full = True  # keep every sliding-window cell so a cached prefix stays whole
         ctx_params.no_perf = True
+        ctx_params.op_offload = config.op_offload
         self._ctx = llama_cpp.llama_init_from_model(self._model, ctx_params)
         if not self._ctx:
             llama_cpp.llama_model_free(self._model)
@@ -296,7 +301,46 @@ def ggml_commit() -> str:
     return f"ggml {version().decode()} ({commit().decode()})"
 
 
-def supports_gpu_offload() -> bool:
-    """Whether the compiled llama.cpp has a GPU backend (CUDA build)."""
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """A GPU llama.cpp can compute on: a ggml backend device of type GPU or integrated GPU."""
+
+    backend: str
+    """The ggml backend's name, e.g. ``CUDA``."""
+    name: str
+    """The device's name, e.g. ``CUDA0``."""
+    description: str
+    """What the driver calls it, e.g. ``NVIDIA H100 80GB HBM3``."""
+
+
+_GPU_DEVICE_TYPES = (1, 2)  # enum ggml_backend_dev_type: GPU, IGPU
+
+
+def gpu_devices() -> list[GpuDevice]:
+    """The GPUs this llama.cpp build can use now, from ggml's backend registry.
+
+    None on a CPU build, and none on a GPU build whose GPUs are hidden (``CUDA_VISIBLE_DEVICES=``):
+    llama.cpp's own ``llama_supports_gpu_offload`` asks the same registry.
+    """
     init_backend()
-    return bool(llama_cpp.llama_supports_gpu_offload())
+    if not llama_cpp.llama_supports_gpu_offload():
+        return []
+    lib = llama_cpp.llama_cpp._lib  # noqa: SLF001  (the registry is ggml's: not wrapped by the bindings)
+    lib.ggml_backend_dev_count.restype = ctypes.c_size_t
+    lib.ggml_backend_dev_get.restype = lib.ggml_backend_dev_backend_reg.restype = ctypes.c_void_p
+    lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+    lib.ggml_backend_dev_type.restype = ctypes.c_int
+    for func in (lib.ggml_backend_dev_type, lib.ggml_backend_dev_backend_reg, lib.ggml_backend_dev_name,
+                 lib.ggml_backend_dev_description, lib.ggml_backend_reg_name):
+        func.argtypes = [ctypes.c_void_p]
+    for func in (lib.ggml_backend_dev_name, lib.ggml_backend_dev_description, lib.ggml_backend_reg_name):
+        func.restype = ctypes.c_char_p
+    found = []
+    for index in range(lib.ggml_backend_dev_count()):
+        dev = lib.ggml_backend_dev_get(index)
+        if lib.ggml_backend_dev_type(dev) in _GPU_DEVICE_TYPES:
+            reg = lib.ggml_backend_dev_backend_reg(dev)
+            names = (lib.ggml_backend_reg_name(reg), lib.ggml_backend_dev_name(dev),
+                     lib.ggml_backend_dev_description(dev))
+            found.append(GpuDevice(*(n.decode() for n in names)))
+    return found

@@ -6,7 +6,7 @@ import os
 from pathlib import Path  # noqa: TC003  (pydantic resolves the annotation at run time)
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,6 +46,11 @@ class ScorerSettings(BaseSettings):
         description="a decision's scores do not depend on what shares its decode calls (repacked CPU "
         "kernels off, segments on aligned KV cells); turns cross-request batching on by default",
     )
+    op_offload: bool | None = Field(
+        default=None,
+        description="llama.cpp's op offload: where a GPU is present, large batched operations on the CPU's "
+        "layers run on it, even with no layer offloaded (unset: on, off in the batch-invariant mode)",
+    )
     prefix_cache: bool = Field(
         default=True, description="reuse the static prefix's KV cells between decisions"
     )
@@ -84,6 +89,17 @@ class ScorerSettings(BaseSettings):
     shutdown_grace_s: float = Field(default=25.0, ge=0, description="SIGTERM: time to finish queued work")
     chat_max_tokens: int = Field(default=256, ge=1, description="max_tokens when a chat body gives none")
     instance_type: str | None = Field(default=None, description="instance type, recorded in the identity")
+
+    @model_validator(mode="after")
+    def _invariant_without_op_offload(self) -> ScorerSettings:
+        if self.batch_invariant and self.op_offload:
+            raise ValueError("SCORER_OP_OFFLOAD=true: the batch-invariant mode runs with op offload off")
+        return self
+
+    @property
+    def offloading_ops(self) -> bool:
+        """Whether llama.cpp may offload batched ops to a GPU (``op_offload``, else the mode's default)."""
+        return not self.batch_invariant if self.op_offload is None else self.op_offload
 
     @property
     def cross_batching(self) -> bool:

@@ -25,8 +25,10 @@ def run(settings: ScorerSettings) -> None:
     """Serve until SIGTERM/SIGINT (logging is set up by the entry layer; the server logs at INFO)."""
     from aiohttp import web  # noqa: PLC0415  (keep `--help` fast)
 
+    from scorer.devices import refuse_invariance_on_gpu  # noqa: PLC0415
     from scorer.server.app import init_app  # noqa: PLC0415
 
+    refuse_invariance_on_gpu(settings)  # before the model loads and the port is bound
     logging.getLogger("scorer").setLevel(logging.INFO)
     app = init_app(settings) if settings.release_record is None else init_app(settings, _released(settings))
     web.run_app(
