@@ -8,6 +8,7 @@ The tree::
     |   +-- StoreUnavailable        503 store_unavailable: an outcome could not be made durable
     |   +-- BadGateway              502 bad_gateway: proxy mode, the upstream cannot be reached
     |   +-- GatewayTimeout          504 gateway_timeout: proxy mode, the upstream did not accept or answer
+    +-- IllegalEvent                a relay connection got an event its phase does not list (a bug)
     +-- ScorerCallError             one scorer call failed (raised only by `shadow.backends`)
         +-- ScorerTimeout           no answer within the attempt's timeout (row status ``timeout``)
         +-- ScorerOverloaded        503 / overloaded: retryable, honours ``retry_after``
@@ -26,9 +27,12 @@ dispatcher turns them into a proposals row's ``status`` / ``reason``. HTTP handl
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from contracts.errors import CatalogError, WireError
+
+if TYPE_CHECKING:
+    from enum import Enum
 
 
 class ShadowError(Exception):
@@ -65,6 +69,20 @@ class GatewayTimeout(RequestError):
 
     status = 504
     code = "gateway_timeout"
+
+
+class IllegalEvent(ShadowError):
+    """A relay connection got an event that `shadow.proxy.states.TRANSITIONS` does not list for its phase.
+
+    Nothing the client or the upstream sends can cause it: it means the relay itself is wrong (as h11's
+    ``LocalProtocolError``), so it is raised, never passed over.
+    """
+
+    def __init__(self, phase: Enum, event: Enum) -> None:
+        super().__init__(f"relay connection: no transition for event {event.value!r} "
+                         f"in phase {phase.value!r}")
+        self.phase = phase
+        self.event = event
 
 
 class ScorerCallError(ShadowError):
@@ -124,7 +142,7 @@ class InvalidScorerResponse(ScorerCallError):
     reason = "no_matching_option"
 
 
-__all__ = ["BadGateway", "CatalogError", "GatewayTimeout", "InvalidScorerResponse",
+__all__ = ["BadGateway", "CatalogError", "GatewayTimeout", "IllegalEvent", "InvalidScorerResponse",
            "RequestError", "ScorerCallError", "ScorerFailed", "ScorerOverloaded", "ScorerRejected",
            "ScorerThrottled", "ScorerTimeout", "ScorerUnavailable", "ShadowError", "StoreUnavailable",
            "Unauthorized", "WireError"]

@@ -28,7 +28,7 @@ FORBIDDEN = {
 }
 """Package -> top-level packages it must never import (the entry layer is imported by nothing)."""
 
-RELAY_MODULES = ("framing", "held", "states", "connection", "sides", "relay", "channel", "main")
+RELAY_MODULES = ("framing", "held", "states", "hooks", "connection", "sides", "relay", "channel", "main")
 RELAY_MAY_IMPORT = {f"shadow.proxy.{m}" for m in RELAY_MODULES} | {"shadow.errors", "contracts.errors",
                                                                    "contracts.tasks"}
 """What the relay process's modules may import of the project: each other, the error trees, stop_tasks."""

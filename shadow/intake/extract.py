@@ -21,7 +21,7 @@ from multidict import CIMultiDict
 from shadow import clock
 from shadow.keys import METRICS, MIRROR, RECORDER, RUNTIMES, SETTINGS
 from shadow.log_budget import request_budget
-from shadow.proxy.connection import request_path
+from shadow.proxy.hooks import request_path
 from shadow.state import get_path
 
 if TYPE_CHECKING:

@@ -2,7 +2,8 @@
 
     framing.py     follows HTTP/1.1 bytes to find each message (watches, never writes)
     held.py        the relay-wide budget of bytes held for mirroring, and each connection's charges
-    states.py      a connection's phases, the events that move it, the table of moves
+    states.py      a connection's state (phase and the facts that steer it), its events, the table of moves
+    hooks.py       what a connection and its server see of each other; the path that keys a route
     connection.py  one client connection and its upstream connection: relay bytes, frame a copy
     sides.py       the two asyncio protocols of a connection, forwarding events to it
     relay.py       the relay server (`ProxyServer`), its config and the hooks it reports to

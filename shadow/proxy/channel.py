@@ -16,8 +16,8 @@ import json
 import struct
 from typing import TYPE_CHECKING
 
-from shadow.proxy.connection import request_path
 from shadow.proxy.framing import Message
+from shadow.proxy.hooks import request_path
 
 if TYPE_CHECKING:
     import asyncio

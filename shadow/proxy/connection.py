@@ -1,25 +1,16 @@
 """One client connection of the relay and the upstream connection paired with it, as a state machine.
 
 `Connection` writes bytes on as they arrive, frames a copy of each direction (`shadow.proxy.framing`)
-to pair every request with its response, and reports answered exchanges to its server's hooks. The two
-`asyncio.Protocol` sides (`shadow.proxy.sides`) only forward events to it. What it holds for mirroring
-is charged to the relay's budget (`shadow.proxy.held`) and given back whichever way it ends.
+to pair every request with its response, and reports answered exchanges to its server's hooks
+(`shadow.proxy.hooks`). The two `asyncio.Protocol` sides (`shadow.proxy.sides`) only forward events to
+it. What it holds for mirroring is charged to the relay's budget (`shadow.proxy.held`) and given back
+whichever way it ends.
 
-Its `Phase` moves only through `shadow.proxy.states.TRANSITIONS`, one `Event` at a time, and each event
-has one method here that owns its transition (`_move` is the only writer of ``phase``)::
-
-    NEW --client_data--> CONNECTING --upstream_open--> OPEN --upstream_data--> RELAYED
-     |                       |                          |                         |
-     +-- client_eof, close, abort, upstream_failed, upstream_lost (as listed) ----+--> CLOSING
-    any phase --client_lost--> CLOSED
-
-Two facts stay beside the phase, since a connection in any live phase may carry them: ``draining``
-(the server is closing: close once no request awaits an answer) and ``half_closed`` (the client sent
-its EOF: it is passed on once the upstream is open). Reading pauses while the pending bytes
-are over the budget (``paused``).
-
-It stays one file (past the house's ~350 lines): the event methods share the attributes grouped in
-``__init__`` and each owns its whole transition, so split they would be read across files.
+Its state is a `shadow.proxy.states.ConnectionState`: the phase and the facts that steer what an event
+does (``draining``, ``half_closed``, ``paused``), changed only by ``state.process(event)``, which
+refuses an event its phase does not list (`shadow.errors.IllegalEvent`); `states` draws the moves.
+Each event has one method here that delivers it first and then does what the move means, choosing by
+the phase it left or entered; the transports are only the resources those choices act on.
 """
 
 from __future__ import annotations
@@ -29,75 +20,18 @@ import contextlib
 import json
 import socket
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
-from urllib.parse import unquote
+from typing import TYPE_CHECKING
 
 from shadow.errors import GatewayTimeout, RequestError
 from shadow.proxy.framing import Framer, Message
 from shadow.proxy.held import Charges
 from shadow.proxy.sides import UpstreamSide
-from shadow.proxy.states import Event, Phase, next_phase
+from shadow.proxy.states import ConnectionState, Event, Phase
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from shadow.proxy.held import HeldBytes
+    from shadow.proxy.hooks import Server
 
 COPIED_PER_CONNECTION = 4  # requests awaiting an answer whose bodies are copied; pipelined beyond: not
-
-
-class ConnectionLimits(Protocol):
-    """The settings a connection reads (`shadow.proxy.relay.ProxyConfig` has them)."""
-
-    @property
-    def keep_bytes(self) -> int: ...  # noqa: D102
-
-    @property
-    def read_timeout_s(self) -> float: ...  # noqa: D102
-
-
-class ProxyHooks(Protocol):
-    """Where the relay reports: answered requests, exchanges to mirror or not, connections refused."""
-
-    def answered(self, status: int) -> None:
-        """One response went to the client (or a 502/504 in place of one)."""
-
-    def exchange(self, request: Message, response: Message) -> None:
-        """A finished exchange on a claimed route, after its response's bytes were written."""
-
-    def unmirrored(self, reason: str, n: int = 1) -> None:
-        """Requests on a claimed route that will not be mirrored, and why."""
-
-    def refused(self, reason: str) -> None:
-        """A client connection closed on arrival, unserved (``connection_cap``)."""
-
-    def dropped(self, reason: str, request: Message) -> None:
-        """An exchange on a claimed route the relay had no room for: counted per route (``drops``)."""
-
-
-class Server(Protocol):
-    """What a connection needs of the server that accepted it (`shadow.proxy.relay.ProxyServer`)."""
-
-    @property
-    def config(self) -> ConnectionLimits: ...  # noqa: D102
-
-    @property
-    def hooks(self) -> ProxyHooks: ...  # noqa: D102
-
-    @property
-    def held(self) -> HeldBytes: ...  # noqa: D102
-
-    def claimed(self, request: Message) -> bool:
-        """Whether a catalog route claims this request."""
-
-    def admit(self, conn: Connection) -> bool:
-        """Count the connection in; False over the connection cap."""
-
-    def release(self, conn: Connection) -> None:
-        """Count the connection out."""
-
-    async def open_upstream(self, side: Callable[[], asyncio.Protocol]) -> asyncio.Transport:
-        """A new upstream connection; raises `RequestError` (502/504) when it cannot be had."""
 
 
 def _error_response(error: RequestError) -> bytes:
@@ -109,29 +43,18 @@ def _error_response(error: RequestError) -> bytes:
     return head.encode("latin-1") + body
 
 
-def request_path(target: str) -> str:
-    """The decoded path of a request target (``/a%20b?x=1`` -> ``/a b``)."""
-    path = target.split("?", 1)[0]
-    return unquote(path) if "%" in path else path
-
-
 class Connection:
     """One client connection and the upstream connection paired with it (see the module docstring)."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.loop = asyncio.get_running_loop()
-        # where it stands: only `_move` writes the phase
-        self.phase = Phase.NEW
-        self.draining = False  # the server is closing: close once no request awaits an answer
-        self.half_closed = False  # the client sent EOF: pass it on once the upstream is open
+        self.state = ConnectionState()  # the phase and the facts beside it: only `state.process` writes them
         # the two transports, and the task opening the upstream
-        self.client: asyncio.Transport | None = None
-        self.upstream: asyncio.Transport | None = None
+        self.client: asyncio.Transport  # set by `client_connected`, asyncio's first call
+        self.upstream: asyncio.Transport | None = None  # from upstream_open until upstream_lost
         self.connecting: asyncio.Task[None] | None = None
-        # pending bytes: read from the client before the upstream opened
-        self.pending: list[bytes] = []
-        self.paused = False  # reading paused: the pending bytes did not fit in the budget
+        self.pending: list[bytes] = []  # read from the client before the upstream opened
         # pairing requests with responses, and what is charged for their copies
         keep = server.config.keep_bytes
         self.requests: deque[Message] = deque()  # framed requests awaiting their response, in order
@@ -146,12 +69,6 @@ class Connection:
         self.last_io = self.loop.time()  # when a byte last went either way
         self.waiting_since = self.last_io  # when the last answer went (or the connection was made)
 
-    def _move(self, event: Event) -> Phase:
-        """Take ``event``'s transition (`TRANSITIONS`); return the phase it left."""
-        before = self.phase
-        self.phase = next_phase(before, event)
-        return before
-
     # client side -------------------------------------------------------------------------------------
 
     def client_connected(self, transport: asyncio.Transport) -> None:
@@ -165,34 +82,33 @@ class Connection:
 
     def client_data(self, data: bytes) -> None:
         """Relay client bytes upstream (pending while it opens); frame a copy."""
-        before = self._move(Event.CLIENT_DATA)
-        if self.upstream is not None:
-            self.upstream.write(data)
-        elif self.phase is Phase.CONNECTING:
+        before = self.state.process(Event.CLIENT_DATA)
+        if self.state.phase is Phase.CONNECTING:
             self.pending.append(data)
             if before is Phase.NEW:
                 self.connecting = self.loop.create_task(self._connect())
-            if not self.charges.charge_pending(len(data)) and self.client is not None:
-                self.paused = True  # pending anyway (it was read), uncharged: one read at most
+            if not self.charges.charge_pending(len(data)):
+                self.state.process(Event.PAUSE)  # pending anyway (it was read), uncharged: one read at most
                 self.client.pause_reading()
+        elif self.upstream is not None:  # OPEN or RELAYED: the upstream is there
+            self.upstream.write(data)
         self.last_io = self.loop.time()
         if not self.unframed_requests:  # framed on the next turn: the bytes go out first
             self.loop.call_soon(self._frame_requests)
         self.unframed_requests.append(data)
 
     def client_eof(self) -> None:
-        """The client half-closed: pass the EOF on, or close now if it never sent a byte."""
-        self.half_closed = True
-        if self._move(Event.CLIENT_EOF) is Phase.NEW and self.client is not None:  # nothing to answer
+        """The client half-closed: pass the EOF on (when the upstream opens), or close if it sent nothing."""
+        if self.state.process(Event.CLIENT_EOF) is Phase.NEW:  # nothing to answer
             self.client.close()
-        elif self.upstream is not None and self.upstream.can_write_eof():
+        elif self.upstream is not None and self.upstream.can_write_eof():  # OPEN or RELAYED
             self.upstream.write_eof()
 
     def client_lost(self) -> None:
         """The client is gone: close the upstream side."""
         self._frame_requests()  # what was relayed before the client left is still paired and mirrored
         self._frame_responses()
-        self._move(Event.CLIENT_LOST)
+        self.state.process(Event.CLIENT_LOST)
         self.server.release(self)
         if self.requests:
             self._unmirrored("client_gone")
@@ -216,29 +132,25 @@ class Connection:
 
     def upstream_open(self, transport: asyncio.Transport) -> None:
         """The upstream accepted: write the pending bytes (and the client's EOF) to it."""
-        client = self.client
-        if self.phase is not Phase.CONNECTING or client is None or client.is_closing():
-            transport.abort()  # the client went, or is being closed, meanwhile
+        if self.client.is_closing():  # CLOSING, or the loop closed the client and its loss is on the way
+            transport.abort()
             return
-        self._move(Event.UPSTREAM_OPEN)
+        resume = self.state.paused
+        self.state.process(Event.UPSTREAM_OPEN)
         self.upstream = transport
         _nodelay(transport)
         transport.writelines(self.pending)
         self.pending.clear()
         self.charges.release_pending()
-        if self.paused:
-            self.paused = False
-            client.resume_reading()
-        if self.half_closed and transport.can_write_eof():
+        if resume:
+            self.client.resume_reading()
+        if self.state.half_closed and transport.can_write_eof():
             transport.write_eof()
 
     def upstream_data(self, data: bytes) -> None:
         """Relay upstream bytes to the client; frame a copy."""
-        client = self.client
-        if client is None:
-            return
-        self._move(Event.UPSTREAM_DATA)
-        client.write(data)
+        self.state.process(Event.UPSTREAM_DATA)
+        self.client.write(data)
         self.last_io = self.loop.time()
         if not self.unframed_responses:  # framed (and mirrored) on the next turn: the bytes go out first
             self.loop.call_soon(self._frame_responses)
@@ -246,29 +158,26 @@ class Connection:
 
     def upstream_lost(self) -> None:
         """The upstream is gone: close the client side after what is buffered for it."""
+        self.state.process(Event.UPSTREAM_LOST)
         self._frame_requests()
         self._frame_responses()
         self.responses_framer.eof()
         if self.requests:  # closed without answering them: the client sees the close, as it would directly
             self._unmirrored("upstream_closed")
-        self._move(Event.UPSTREAM_LOST)
         self.upstream = None
-        if self.client is not None:
-            self.client.close()
+        self.client.close()
 
     def upstream_failed(self, error: RequestError) -> None:
         """No upstream answer will come: answer 502/504 if nothing was relayed yet, else close."""
         self._disarm()
-        before = self._move(Event.UPSTREAM_FAILED)
-        client = self.client
-        live = before in (Phase.CONNECTING, Phase.OPEN, Phase.RELAYED)
-        if not live or client is None or client.is_closing():
+        before = self.state.process(Event.UPSTREAM_FAILED)
+        if before is Phase.CLOSING or self.client.is_closing():
             return  # already closing
         if before is not Phase.RELAYED:  # after a relayed byte a 502/504 could be read as the next answer
-            client.write(_error_response(error))
+            self.client.write(_error_response(error))
             self.server.hooks.answered(error.status)
         self._unmirrored("upstream_failed")
-        client.close()
+        self.client.close()
         if self.upstream is not None:
             self.upstream.abort()
 
@@ -282,21 +191,19 @@ class Connection:
 
     def drain(self) -> None:
         """The server is closing: close now if no request awaits an answer, else after the last one."""
-        self.draining = True
+        self.state.process(Event.DRAIN)
         if not self.requests:
             self.close()
 
     def close(self) -> None:
         """Close the client after its pending writes (the upstream follows)."""
-        self._move(Event.CLOSE)
-        if self.client is not None:
-            self.client.close()
+        self.state.process(Event.CLOSE)
+        self.client.close()
 
     def abort(self) -> None:
         """Close both sides now."""
-        self._move(Event.ABORT)
-        if self.client is not None:
-            self.client.abort()
+        self.state.process(Event.ABORT)
+        self.client.abort()
         if self.upstream is not None:
             self.upstream.abort()
 
@@ -320,7 +227,7 @@ class Connection:
 
     def _frame_requests(self) -> None:
         chunks, self.unframed_requests = self.unframed_requests, []
-        if self.phase is Phase.CLOSED:  # the client left before this turn: nothing to pair or time out
+        if self.state.phase is Phase.CLOSED:  # the client left before this turn: nothing to pair or time out
             return
         before, framer = len(self.requests), self.requests_framer
         for data in chunks:
@@ -363,7 +270,7 @@ class Connection:
         if not self.requests:
             self._disarm()
             self.waiting_since = self.loop.time()
-            if self.draining:
+            if self.state.draining:
                 self.close()
 
     def _unmirrored(self, reason: str) -> None:

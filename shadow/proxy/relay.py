@@ -23,13 +23,14 @@ import asyncio
 import contextlib
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from contracts.tasks import stop_tasks
 from shadow.errors import BadGateway, GatewayTimeout, ShadowError
-from shadow.proxy.connection import Connection, ProxyHooks, request_path
+from shadow.proxy.connection import Connection
 from shadow.proxy.held import HeldBytes
+from shadow.proxy.hooks import ProxyHooks, Relayed, request_path
 from shadow.proxy.sides import ClientSide
 
 if TYPE_CHECKING:
@@ -82,22 +83,6 @@ class ProxyConfig:
 
 
 __all__ = ["ProxyConfig", "ProxyHooks", "ProxyServer", "Relayed", "Upstream"]
-
-
-class Relayed(Protocol):
-    """What the server needs of a connection (`shadow.proxy.connection.Connection` is one)."""
-
-    def idle_since(self) -> float | None:
-        """Since when nothing awaits an answer; None while a request does."""
-
-    def drain(self) -> None:
-        """Close once no request awaits an answer."""
-
-    def close(self) -> None:
-        """Close after pending writes."""
-
-    def abort(self) -> None:
-        """Close now."""
 
 
 class ProxyServer:

@@ -208,7 +208,7 @@ async def test_connect_bytes_past_the_budget_pause_reading_and_come_back() -> No
         body = b"x" * (4 * BUDGET)
         head = b"POST /tickets HTTP/1.1\r\nHost: router\r\nContent-Length: %d\r\n\r\n" % len(body)
         writer.write(head + body)
-        await _until(lambda: any(c.paused for c in relay.connections))
+        await _until(lambda: any(c.state.paused for c in relay.connections))
         assert 0 < relay.held.held <= BUDGET // 2
         async with asyncio.timeout(WAIT_S):  # the 504, or a reset: the relay closes with bytes unread
             with contextlib.suppress(ConnectionResetError):

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     import pytest
 
 ALLOWED = {"shadow", "shadow.errors", "shadow.proxy", "shadow.proxy.framing", "shadow.proxy.connection",
-           "shadow.proxy.held", "shadow.proxy.sides", "shadow.proxy.states", "shadow.proxy.relay",
-           "shadow.proxy.channel", "shadow.proxy.main", "contracts", "contracts.errors", "contracts.tasks"}
+           "shadow.proxy.held", "shadow.proxy.hooks", "shadow.proxy.sides", "shadow.proxy.states",
+           "shadow.proxy.relay", "shadow.proxy.channel", "shadow.proxy.main", "contracts", "contracts.errors",
+           "contracts.tasks"}
 """Every project module the relay may load: framing, the relay, the channel, the error trees, stop_tasks."""
 
 
