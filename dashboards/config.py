@@ -86,8 +86,12 @@ class ReviewConfig(BaseModel):
     )
     correctness_margin: float = Field(
         0.02, ge=0, lt=1,
-        description="where audits exist, go needs the candidate's audited correctness lower bound to be at "
-        "least production's audited correctness minus this (non-inferiority)",
+        description="where a decision type has audits, go needs the lower bound of the candidate's audited "
+        "correctness minus production's, on the same decisions, to be at least minus this (non-inferiority)",
+    )
+    require_audits: bool = Field(
+        default=False,
+        description="go needs an audit sample of the decision type (without one: no audited gate)",
     )
 
 

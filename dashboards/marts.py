@@ -57,6 +57,8 @@ OPTIONAL_MARTS = (
     "evidence",
     "label_delay",
     "correctness",
+    "audit_strata",
+    "audited_difference",
     "gallery",
 )
 """Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""

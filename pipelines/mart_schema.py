@@ -156,6 +156,17 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("right_vs_wrong right_vs_wrong_low right_vs_wrong_high", REAL),
         *columns("wrong_vs_right wrong_vs_right_low wrong_vs_right_high", REAL),
     ],
+    "audit_strata": [
+        *SCOPE, *columns("sample_id stratum", TEXT),
+        *columns("stratum_decisions sampled audited units discordant", COUNT),
+        *columns("model_right production_right right_vs_wrong wrong_vs_right", REAL),
+    ],
+    "audited_difference": [
+        *SCOPE, ("sample_id", TEXT), *columns("decisions audited", COUNT), ("scored_decisions", REAL),
+        *columns("diff diff_low diff_high rho", REAL),
+        *columns("candidate_correctness candidate_low candidate_high", REAL),
+        *columns("production_correctness production_low production_high", REAL),
+    ],
     "auditor_agreement": [
         *WEEK, ("sample_id", TEXT), *columns("double_audited agreed", COUNT),
         *columns("observed_agreement kappa", REAL),

@@ -64,7 +64,10 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("intermediate", "int_audits"),
     ("intermediate", "int_audited"),
     ("intermediate", "int_audit_pairs"),
+    ("marts", "audit_strata"),
+    ("intermediate", "int_audit_estimates"),
     ("marts", "correctness"),
+    ("marts", "audited_difference"),
     ("marts", "auditor_agreement"),
     ("marts", "auditor_disagreements"),
 )

@@ -2,9 +2,8 @@
 
 Read from the ``correctness`` mart (an audit sample's design-weighted estimates, ``docs/pipelines.md``) and
 the ``agreement`` mart. Agreement with production is never called accuracy: where production is wrong, a
-right candidate disagrees. The gate (``correctness_margin`` in ``review.yaml``): where the week has audits,
-go needs the candidate's correctness lower bound to be at least production's estimate minus the margin;
-without audits there is no gate and the report says agreement is all there is.
+right candidate disagrees. The gate (``correctness_margin`` in ``review.yaml``) is ``audited.gate``: the
+paired difference with production on the same decisions, pooled over weeks, failing closed.
 """
 
 from __future__ import annotations
@@ -15,15 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dashboards.marts import CANDIDATE
-from dashboards.verdict.checks import Check
+from dashboards.verdict.audited import PRODUCTION, RULE
+from dashboards.verdict.audited import gate as audited_gate
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.marts import Marts
+    from dashboards.verdict.checks import Check
 
-PRODUCTION = "production"
-"""The ``correctness`` mart's key for production's own outcome."""
-RULE = "audited correctness not worse than production's"
+__all__ = ["PRODUCTION", "RULE", "Audited", "audited", "gates", "to_html", "to_markdown"]
 
 
 @dataclass(frozen=True)
@@ -80,23 +79,9 @@ def audited(marts: Marts, decision_type: str) -> list[Audited]:
     ]
 
 
-def gate(rows: list[Audited], candidate: str, config: ReviewConfig) -> Check | None:
-    """The non-inferiority gate for ``candidate``, or ``None`` where the week has no audits of it."""
-    production = next((r for r in rows if r.key == PRODUCTION), None)
-    mine = next((r for r in rows if r.key == candidate), None)
-    if production is None or mine is None or math.isnan(production.correctness) or math.isnan(mine.low):
-        return None
-    floor = production.correctness - config.correctness_margin
-    passed = mine.low >= floor
-    detail = (f"audited correctness {mine.interval()} on {mine.audited:,} audits; its lower bound "
-              f"{'is at least' if passed else 'is below'} production's {production.correctness:.3f} "
-              f"minus the {config.correctness_margin} margin = {floor:.3f}")
-    return Check(RULE, passed, detail)
-
-
 def gates(marts: Marts, decision_type: str, candidate: str, config: ReviewConfig) -> list[Check]:
-    """The go gates this module adds to ``decide`` (none without audits)."""
-    found = gate(audited(marts, decision_type), candidate, config)
+    """The go gates this module adds to ``decide``: the audited gate (``audited.gate``) where it applies."""
+    found = audited_gate(marts, decision_type, candidate, config)
     return [found] if found is not None else []
 
 

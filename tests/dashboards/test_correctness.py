@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import math
 import re
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import pytest
 
 from dashboards.config import DEFAULTS, ReviewConfig
-from dashboards.marts import load_marts
+from dashboards.marts import Marts, load_marts
 from dashboards.report import review, to_html, to_markdown
-from dashboards.verdict import correctness
+from dashboards.verdict import audited, correctness
 from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.generate import Plan
@@ -74,31 +75,33 @@ def test_production_errors_make_agreement_understate_correctness(audited_marts: 
 
 def test_the_gate_is_applied_where_audits_exist_and_the_report_says_which_way_it_went(
         audited_marts: Path) -> None:
-    """Every candidate with audits gets the non-inferiority check; its detail names the bound and the floor.
+    """Every candidate with audits gets the audited gate; its detail names the difference and the bound.
 
-    A margin of 0.99 lets every candidate pass; with a margin of 0, a candidate whose bound is below
-    production's estimate fails, and a failing gate prevents GO and is named in the reasons.
+    A margin of 0.99 lets every candidate pass; with a margin of 0, a candidate whose pooled bound is below
+    zero fails, and a failing gate prevents GO and is named in the reasons with the audits still needed.
     """
+    marts = load_marts(str(audited_marts), WEEK)
     for margin, expect in ((0.99, True), (0.0, None)):
         result = _review(audited_marts, ReviewConfig(correctness_margin=margin))
         for section in result.sections:
-            rows = {r.key: r for r in section.audited}
-            production = rows[correctness.PRODUCTION]
             for candidate, verdict in section.verdicts.items():
-                checks = [k for k in verdict.checks if k.rule == correctness.RULE]
-                if candidate not in rows or math.isnan(rows[candidate].low):
-                    assert not checks
+                (check,) = [k for k in verdict.checks if k.rule == correctness.RULE]
+                found = audited.pool(marts, section.decision_type, candidate)
+                assert found is not None
+                if found.strata.empty:
+                    assert not check.passed
                     continue
-                (check,) = checks
-                floor = production.correctness - margin
-                assert check.passed == (rows[candidate].low >= floor)
+                assert found.look == 2
+                assert found.weeks == ("2026-W44", WEEK)
+                bound = audited.paired(found.strata, NormalDist().inv_cdf(1 - audited.look_alpha(0.025, 2)))
+                assert check.passed == (bound.low >= -margin)
                 if expect is not None:
                     assert check.passed is expect
-                assert f"= {floor:.3f}" in check.detail
-                assert ("is at least" if check.passed else "is below") in check.detail
+                assert f"{bound.diff:+.3f}, lower bound {bound.low:+.3f} at look 2" in check.detail
                 if not check.passed:
                     assert verdict.decision != "go"
                     assert any(correctness.RULE in r for r in verdict.reasons)
+                    assert "more audit" in check.detail
 
 
 def test_without_audits_there_is_no_gate_and_the_report_says_so(generated_review: Review) -> None:
@@ -110,14 +113,84 @@ def test_without_audits_there_is_no_gate_and_the_report_says_so(generated_review
     assert "no audited sample this week" in to_markdown(generated_review)
 
 
-@pytest.mark.parametrize(("low", "passed"), [(0.879, False), (0.880, True), (0.95, True)])
-def test_the_gate_compares_the_lower_bound_with_productions_estimate_minus_the_margin(
-        low: float, passed: bool) -> None:
-    """Production at 0.90 and a 0.02 margin: the floor is 0.88; the candidate's lower bound decides."""
-    rows = [correctness.Audited("production", 1.0, 300, 0.90, 0.87, 0.93, None, None),
-            correctness.Audited("cand", 0.8, 300, low + 0.03, low, low + 0.06, None, None)]
-    check = correctness.gate(rows, "cand", ReviewConfig(correctness_margin=0.02))
+def _strata(week: str, audited: tuple[int, int], sizes: tuple[int, int] = (100, 900),
+            **sums: tuple[float, float]) -> dict[str, list[object]]:
+    """One week's ``audit_strata`` rows of candidate ``cand``: (disagree, agree) strata."""
+    return {"decision_type": ["t", "t"], "week": [week, week], "sample_id": [f"{week}-t", f"{week}-t"],
+            "candidate": ["cand", "cand"], "stratum": ["disagree", "agree"],
+            "stratum_decisions": list(sizes), "audited": list(audited), "units": list(audited),
+            "discordant": [audited[0], 0],
+            **{k: list(v) for k, v in sums.items()}}
+
+
+def _marts(*weeks: dict[str, list[object]], week: str = "2026-W45") -> Marts:
+    frame = pd.concat([pd.DataFrame(w) for w in weeks], ignore_index=True)
+    return Marts({"audit_strata": frame}, week, "test")
+
+
+BALANCED = {"model_right": (50.0, 18.0), "production_right": (50.0, 18.0), "right_vs_wrong": (45.0, 0.0),
+            "wrong_vs_right": (45.0, 0.0)}
+"""100 disagreements audited in full (45 each way), 18 of 900 agreements, all right on both sides."""
+
+
+def test_the_gate_fails_closed_where_a_stratum_of_the_review_week_has_no_audit() -> None:
+    """No agreement audited in the review week: the gate fails (WAIT) and says to answer one in each."""
+    check = audited.gate(_marts(_strata("2026-W45", (100, 0), **BALANCED)), "t", "cand", DEFAULTS)
+    assert check is not None
+    assert not check.passed
+    assert "stratum without any audit" in check.detail
+
+
+def test_an_earlier_week_with_an_unaudited_stratum_is_left_out_and_named() -> None:
+    """W44's agreements never audited: W45 alone is pooled, W44 named, the look still counts both."""
+    marts = _marts(_strata("2026-W44", (100, 0), **BALANCED), _strata("2026-W45", (100, 18), **BALANCED))
+    found = audited.pool(marts, "t", "cand")
+    assert found is not None
+    assert (found.weeks, found.incomplete, found.look) == (("2026-W45",), ("2026-W44",), 2)
+    check = audited.gate(marts, "t", "cand", DEFAULTS)
+    assert check is not None
+    assert "left out, a stratum unaudited: 2026-W44" in check.detail
+
+
+def test_a_single_audit_in_a_stratum_still_gives_a_bound_of_its_width() -> None:
+    """One agreement audited: no zero variance; the bound is finite and below the estimate (Wilson, n = 1)."""
+    sums = {"model_right": (50.0, 1.0), "production_right": (50.0, 1.0), "right_vs_wrong": (45.0, 0.0),
+            "wrong_vs_right": (45.0, 0.0)}
+    found = audited.pool(_marts(_strata("2026-W45", (100, 1), **sums)), "t", "cand")
+    assert found is not None
+    p = audited.paired(found.strata, 1.96)
+    assert p.diff == 0.0
+    assert -0.2 < p.low < p.diff < p.high < 0.2
+
+
+def test_a_candidate_without_audited_decisions_fails_and_no_sample_means_no_gate() -> None:
+    """A sample without the candidate's decisions fails; no sample of the type: no gate unless required."""
+    marts = _marts(_strata("2026-W45", (100, 18), **BALANCED))
+    other = audited.gate(marts, "t", "other", DEFAULTS)
+    assert other is not None
+    assert not other.passed
+    assert audited.gate(marts, "u", "cand", DEFAULTS) is None
+    required = audited.gate(marts, "u", "cand", ReviewConfig(require_audits=True))
+    assert required is not None
+    assert not required.passed
+
+
+@pytest.mark.parametrize(("worse", "passed"), [(0, True), (48, False)])
+def test_the_gate_passes_on_the_paired_bound_and_spends_its_level_over_looks(
+        worse: int, *, passed: bool) -> None:
+    """400 disagreements of 4,000 decisions, balanced, pass a 0.02 margin; 48 more for production fail it.
+
+    The same week reviewed as the third look tests at alpha_3 = 0.025 * 6 / (9 pi^2): a wider bound.
+    """
+    sums = {"model_right": (200.0, 72.0), "production_right": (200.0, 72.0),
+            "wrong_vs_right": (180.0 + worse, 0.0), "right_vs_wrong": (180.0 - worse, 0.0)}
+    one = _marts(_strata("2026-W45", (400, 72), (400, 3600), **sums))
+    check = audited.gate(one, "t", "cand", ReviewConfig(correctness_margin=0.02))
     assert check is not None
     assert check.passed is passed
-    assert correctness.gate(rows, "other", DEFAULTS) is None
-    assert correctness.gate(rows[1:], "cand", DEFAULTS) is None
+    assert "at look 1 (one-sided 98.48%)" in check.detail
+    three = _marts(_strata("2026-W43", (0, 0), **sums), _strata("2026-W44", (0, 0), **sums),
+                   _strata("2026-W45", (400, 72), (400, 3600), **sums))
+    later = audited.gate(three, "t", "cand", ReviewConfig(correctness_margin=0.02))
+    assert later is not None
+    assert "at look 3 (one-sided 99.83%)" in later.detail

@@ -1,8 +1,9 @@
 """An independent reference for the ``correctness`` mart: units from the raw files, the estimator in numpy.
 
 Nothing here runs the pipelines' SQL: the records and the sample files are read with pyarrow, the latest
-answers and production's outcome picked in Python, and the stratified ratio estimator (Cochran 1977, 6.11)
-computed with numpy.
+answers and production's outcome picked in Python, and the estimates (a stratified mean over the decisions a
+model scored, Cochran 1977, 5A.14; MOVER over Wilson intervals, Zou & Donner 2008) computed with numpy, each
+stratum's Wilson interval by statsmodels.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
+from scipy.stats import norm
+from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from contracts.records import SOURCE_AUDIT
+
+Z95 = float(norm.isf(0.025))
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,30 +28,86 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A ratio estimate, its linearization standard error, and the interval's (pseudo-decisions added)."""
+    """A stratified mean over a model's scored decisions, its interval and its linearized standard error."""
 
     value: float
+    low: float
+    high: float
     se: float
-    se_adjusted: float
 
 
-def stratified_ratio(y: np.ndarray, x: np.ndarray, strata: np.ndarray, sizes: dict[str, int]) -> Estimate:
-    """R = sum_h N_h/m_h sum y / sum_h N_h/m_h sum x, V = 1/X^2 sum_h N_h^2 (1 - m_h/N_h) s2_e,h / m_h.
+def _wilson(successes: float, n: float, z: float) -> tuple[float, float]:
+    """Statsmodels' Wilson score interval at the two-sided level of ``z``."""
+    low, high = proportion_confint(successes, n, alpha=2 * norm.sf(z), method="wilson")
+    return float(low), float(high)
 
-    ``se_adjusted`` computes each stratum's s2 with one unit (x=1, y=1) and one (x=1, y=0) added.
-    """
-    weights = np.array([sizes[s] for s in strata], dtype=float)
-    m = {s: int((strata == s).sum()) for s in sizes}
-    weights = weights / np.array([m[s] for s in strata], dtype=float)
-    x_hat = float((weights * x).sum())
-    r = float((weights * y).sum()) / x_hat
-    v = v_adj = 0.0
+
+def _strata(x: np.ndarray, strata: np.ndarray, sizes: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """Per stratum the model's audited decisions n_h and its scored decisions N^_h = N_h n_h / m_h."""
+    out = {}
     for s, big_n in sizes.items():
-        e = y[strata == s] - r * x[strata == s]
-        scale = big_n * big_n * (1 - m[s] / big_n) / m[s]
-        v += scale * (e.var(ddof=1) if m[s] > 1 else 0.0)
-        v_adj += scale * np.append(e, [1 - r, -r]).var(ddof=1)
-    return Estimate(r, float(np.sqrt(v)) / x_hat, float(np.sqrt(v_adj)) / x_hat)
+        members = strata == s
+        n = float(x[members].sum())
+        if n > 0:
+            out[s] = (n, big_n * n / float(members.sum()))
+    return out
+
+
+def stratified_mean(y: np.ndarray, x: np.ndarray, strata: np.ndarray, sizes: dict[str, int],
+                    z: float = Z95, *, sizes_vary: bool = True) -> Estimate:
+    """Theta = sum_h W_h p_h over the scored decisions; MOVER over Wilson per stratum; no fpc.
+
+    low = theta - sqrt(sum W_h^2 (p_h - l_h)^2 + z^2 B), B = sum W_h (p_h - theta)^2 / N^ (the strata's
+    random sizes; left out with ``sizes_vary=False``); se = sqrt(sum W_h^2 p_h (1 - p_h) / n_h + B).
+    """
+    found = _strata(x, strata, sizes)
+    total = sum(big for _, big in found.values())
+    parts = []
+    for s, (n, big) in found.items():
+        share = float(y[(strata == s) & (x > 0)].sum()) / n
+        parts.append((big / total, share, n, *_wilson(share * n, n, z)))
+    theta = sum(w * p for w, p, *_ in parts)
+    between = sum(w * (p - theta) ** 2 for w, p, *_ in parts) / total if sizes_vary else 0.0
+    below = sum((w * (p - lo)) ** 2 for w, p, _, lo, _ in parts)
+    above = sum((w * (hi - p)) ** 2 for w, p, _, _, hi in parts)
+    se = np.sqrt(sum(w * w * p * (1 - p) / n for w, p, n, *_ in parts) + between)
+    return Estimate(theta, max(theta - np.sqrt(below + z * z * between), 0.0),
+                    min(theta + np.sqrt(above + z * z * between), 1.0), float(se))
+
+
+def paired_difference(right_vs_wrong: np.ndarray, wrong_vs_right: np.ndarray, differs: np.ndarray,
+                      x: np.ndarray, strata: np.ndarray, sizes: dict[str, int], z: float = Z95) -> Estimate:
+    """Diff = A - B over the discordant decisions, MOVER for correlated estimates (Zou & Donner 2008).
+
+    Per stratum the shares r_h, w_h are over its k_h discordant decisions (``differs``), weighted W_h q_h;
+    rho from the multinomial covariance; the normal term: the strata's random sizes and each stratum's
+    sampled discordant share.
+    """
+    found = _strata(x, strata, sizes)
+    total = sum(big for _, big in found.values())
+    parts = []
+    for s, (n, big) in found.items():
+        kept = (strata == s) & (x > 0)
+        k = float(differs[kept].sum())
+        rr, ww = float(right_vs_wrong[kept].sum()), float(wrong_vs_right[kept].sum())
+        parts.append((big / total, n, k, rr, ww))
+    diff = sum(w * (rr - ww) / n for w, n, _, rr, ww in parts)
+    extra = sum(w * ((rr - ww) / n - diff) ** 2 for w, n, _, rr, ww in parts) / total
+    a_lo = a_hi = b_lo = b_hi = v_a = v_b = cov = 0.0
+    for w, n, k, rr, ww in parts:
+        if k == 0:
+            continue
+        r, v, q = rr / k, ww / k, k / n
+        (r_l, r_h), (v_l, v_h) = _wilson(rr, k, z), _wilson(ww, k, z)
+        u = w * q
+        a_lo, a_hi = a_lo + (u * (r - r_l)) ** 2, a_hi + (u * (r_h - r)) ** 2
+        b_lo, b_hi = b_lo + (u * (v - v_l)) ** 2, b_hi + (u * (v_h - v)) ** 2
+        v_a, v_b, cov = v_a + u * u * r * (1 - r) / k, v_b + u * u * v * (1 - v) / k, cov - u * u * r * v / k
+        extra += w * w * (r - v) ** 2 * q * (1 - q) / n
+    rho = cov / np.sqrt(v_a * v_b) if v_a > 0 and v_b > 0 else 0.0
+    low = diff - np.sqrt(a_lo + b_hi - 2 * rho * np.sqrt(a_lo * b_hi) + z * z * extra)
+    high = diff + np.sqrt(a_hi + b_lo - 2 * rho * np.sqrt(a_hi * b_lo) + z * z * extra)
+    return Estimate(diff, float(low), float(high), float(np.sqrt(v_a + v_b - 2 * cov + extra)))
 
 
 def _rows(root: Path, dataset: str, columns: list[str]) -> list[dict[str, Any]]:
@@ -65,8 +126,9 @@ class Units:
     production: np.ndarray
     models: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
     """``(candidate, model_identity_sha256)`` -> (x, y) over the same units."""
-    paired: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
-    """The same keys -> (right where production was wrong, wrong where production was right)."""
+    paired: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    """The same keys -> (right where production was wrong, wrong where production was right, proposal is not
+    production's outcome)."""
     population: dict[str, int]
     """Labelled decisions per stratum, recounted from the records."""
 
@@ -129,7 +191,8 @@ def units(root: Path, week: str, decision_type: str) -> Units:
         mine = {d: scored[d].get(key) for d in kept}
         models[key] = (x, x * [_mean([mine[d] == a for a in said[d]]) for d in kept])
         paired[key] = (x * [_mean([mine[d] == a != production[d] for a in said[d]]) for d in kept],
-                       x * [_mean([production[d] == a != mine[d] for a in said[d]]) for d in kept])
+                       x * [_mean([production[d] == a != mine[d] for a in said[d]]) for d in kept],
+                       x * [float(mine[d] is not None and mine[d] != production[d]) for d in kept])
     strata = {r["decision_id"]: r["stratum"] for r in sample}
     return Units(
         strata=np.array([strata[d] for d in kept]),

@@ -33,11 +33,14 @@ GRAIN = {
     "identities": GROUP,
     "identity_changes": ("decision_type", "week_start", "candidate", "to_identity_sha256", "field"),
     "paired": ("decision_type", "week_start", "candidate_a", "model_key_a", "candidate_b", "model_key_b"),
+    "audit_strata": (*GROUP, "stratum"),
     "correctness": GROUP,
+    "audited_difference": GROUP,
     "auditor_agreement": ("decision_type", "week_start", "sample_id"),
     "auditor_disagreements": ("decision_type", "week_start", "sample_id", "decision_id"),
 }
-AUDITED = frozenset({"correctness", "auditor_agreement", "auditor_disagreements"})
+AUDITED = frozenset({"audit_strata", "correctness", "audited_difference", "auditor_agreement",
+                     "auditor_disagreements"})
 """Marts with rows only where audits exist: their grain is checked on audited records
 (``tests/pipelines/marts/test_correctness.py``)."""
 TWO_CANDIDATES = frozenset({"identity_changes", "paired"})

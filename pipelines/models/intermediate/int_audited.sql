@@ -2,7 +2,8 @@
 -- `production` for production's outcome: whether it was right by the auditors' answers. A decision with
 -- several auditors (a double audit) counts the mean over them (two auditors who disagree: half right).
 -- For candidates also `right_vs_wrong` (the candidate right where production was wrong) and
--- `wrong_vs_right` (the reverse). Only labelled decisions (scored, production's outcome known) are units;
+-- `wrong_vs_right` (the reverse), and `differs` (1 where its proposal is not production's outcome: only
+-- there can one be right and the other wrong). Only labelled decisions (scored, production's outcome known) are units;
 -- the sampled decision is found by the 64-bit hash of its id (`int_decisions.decision_key`) and type.
 with samples as (
     select sample_id, decision_type, decision_id, week, stratum, stratum_decisions,
@@ -45,7 +46,8 @@ candidates as (
         avg(case when scored.proposal = audited.answer and scored.outcome <> audited.answer then 1.0 else 0.0 end)
             as right_vs_wrong,
         avg(case when scored.proposal <> audited.answer and scored.outcome = audited.answer then 1.0 else 0.0 end)
-            as wrong_vs_right
+            as wrong_vs_right,
+        max(case when scored.proposal is distinct from scored.outcome then 1 else 0 end) as differs
     from audited
     join scored using (decision_type, decision_key)
     where strftime(scored.week_start, '%G-W%V') = audited.week
@@ -59,7 +61,8 @@ producer as (
         audited.stratum, audited.stratum_decisions, 'production' as model_key,
         avg(case when production.outcome = audited.answer then 1.0 else 0.0 end) as right_share,
         cast(null as double) as right_vs_wrong,
-        cast(null as double) as wrong_vs_right
+        cast(null as double) as wrong_vs_right,
+        0 as differs
     from audited
     join production using (decision_type, decision_key)
     where strftime(production.week_start, '%G-W%V') = audited.week

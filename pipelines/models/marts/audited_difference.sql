@@ -1,0 +1,75 @@
+-- The paired audited comparison per decision type, week and candidate: over the decisions the candidate
+-- scored, its audited correctness minus production's on the same decisions (`diff`), with a 95% interval
+-- (z for `bootstrap_level`; `diff_low` is the one-sided lower bound at (1 - level) / 2), beside both sides'
+-- own correctness and intervals. The review's audited gate pools these weeks' `audit_strata` at its own
+-- level (docs/review.md); this mart is the week alone.
+--
+-- diff = A - B with A = right where production was wrong and B = wrong where production was right (each a
+-- stratified share, `int_audit_estimates`): where the two agree a decision adds nothing, so no audit of
+-- the agreements is needed for it. The interval is MOVER for a difference of correlated estimates (Zou &
+-- Donner 2008; Newcombe 1998, method 10, for one stratum): with (l_A, u_A) and (l_B, u_B) their MOVER-Wilson
+-- limits and rho their correlation (from the linearized variances: cov = (V_A + V_B - V_diff) / 2; negative,
+-- as a decision where one is right and the other wrong counts on one side only),
+-- diff_low  = diff - sqrt((A - l_A)^2 + (u_B - B)^2 - 2 rho (A - l_A)(u_B - B) + z^2 between),
+-- diff_high = diff + sqrt((u_A - A)^2 + (B - l_B)^2 - 2 rho (u_A - A)(B - l_B) + z^2 between),
+-- `between` the difference's variance from the strata's sizes. Null while a stratum has no audit.
+with estimates as (
+    select * from int_audit_estimates
+    where model_key <> 'production'
+),
+
+sides as (
+    select
+        d.decision_type, d.week_start, d.week, d.sample_id, d.model_key, d.decisions, d.audited, d.domain,
+        d.every_stratum_audited, d.z, d.estimate as diff, d.between, d.variance as v_diff,
+        a.estimate as a, a.below as a_below, a.above as a_above, a.variance as v_a,
+        b.estimate as b, b.below as b_below, b.above as b_above, b.variance as v_b,
+        m.estimate as candidate, m.below as m_below, m.above as m_above, m.between as m_between,
+        p.estimate as production, p.below as p_below, p.above as p_above, p.between as p_between
+    from estimates as d
+    join estimates as a
+        on a.sample_id = d.sample_id and a.decision_type = d.decision_type and a.week = d.week
+        and a.model_key = d.model_key and a.measure = 'right_vs_wrong'
+    join estimates as b
+        on b.sample_id = d.sample_id and b.decision_type = d.decision_type and b.week = d.week
+        and b.model_key = d.model_key and b.measure = 'wrong_vs_right'
+    join estimates as m
+        on m.sample_id = d.sample_id and m.decision_type = d.decision_type and m.week = d.week
+        and m.model_key = d.model_key and m.measure = 'model'
+    join estimates as p
+        on p.sample_id = d.sample_id and p.decision_type = d.decision_type and p.week = d.week
+        and p.model_key = d.model_key and p.measure = 'production'
+    where d.measure = 'difference'
+),
+
+correlated as (
+    select sides.*,
+        case when v_a > 0 and v_b > 0
+            then least(greatest((v_a + v_b - v_diff) / (2 * sqrt(v_a * v_b)), -1.0), 1.0) else 0.0 end as rho
+    from sides
+),
+
+final as (
+    select
+        decision_type, week_start, week, model_key, sample_id, decisions::bigint as decisions,
+        audited::bigint as audited, domain as scored_decisions,
+        case when every_stratum_audited then diff end as diff,
+        case when every_stratum_audited then diff - sqrt(greatest(
+            a_below + b_above - 2 * rho * sqrt(a_below * b_above) + z * z * between, 0.0)) end as diff_low,
+        case when every_stratum_audited then diff + sqrt(greatest(
+            a_above + b_below - 2 * rho * sqrt(a_above * b_below) + z * z * between, 0.0)) end as diff_high,
+        case when every_stratum_audited then rho end as rho,
+        case when every_stratum_audited then candidate end as candidate_correctness,
+        case when every_stratum_audited
+            then greatest(candidate - sqrt(m_below + z * z * m_between), 0.0) end as candidate_low,
+        case when every_stratum_audited
+            then least(candidate + sqrt(m_above + z * z * m_between), 1.0) end as candidate_high,
+        case when every_stratum_audited then production end as production_correctness,
+        case when every_stratum_audited
+            then greatest(production - sqrt(p_below + z * z * p_between), 0.0) end as production_low,
+        case when every_stratum_audited
+            then least(production + sqrt(p_above + z * z * p_between), 1.0) end as production_high
+    from correlated
+)
+
+select * from final
