@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from tests.shadow.harness import free_port
+from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICES = {" serve": ("SCORER_PORT", "/ping"), "sidecar run": ("SHADOW_PORT", "/healthz")}

@@ -23,7 +23,8 @@ import pytest
 import yaml
 
 from dashboards.live import GRAFANA_DIR, every_query, rendered
-from tests.shadow.harness import free_port, ticket_type, write_catalog
+from tests.harness import free_port
+from tests.shadow.harness import ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

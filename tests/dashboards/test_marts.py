@@ -11,15 +11,14 @@ import pytest
 from dashboards.errors import MartsMissing
 from dashboards.marts import CANDIDATE, MARTS, OPTIONAL_MARTS, identity_of, load_marts
 from tests.dashboards.harness import WEEK
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 
-def test_s3_marts_read_the_same_as_local(moto: MotoServer, marts_dir: Path) -> None:  # noqa: F811
+def test_s3_marts_read_the_same_as_local(moto: MotoServer, marts_dir: Path) -> None:
     """Marts copied to a moto bucket load, through pyarrow's S3FileSystem, into the same frames."""
     boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1").create_bucket(Bucket="marts")
     s3 = pafs.S3FileSystem(endpoint_override=moto.endpoint, region="us-east-1")

@@ -15,16 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.infra.harness import (
-    DECISION,
-    DUMMY_AWS_ENV,
-    ROOT,
-    START_TIMEOUT_S,
-    ScorerRun,
-    _request,
-    free_port,
-    wait_for,
-)
+from tests.harness import free_port, moto_server
+from tests.infra.harness import DECISION, ROOT, START_TIMEOUT_S, ScorerRun, _request, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -32,26 +24,9 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="module")
 def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``moto_server`` (server mode) on a free loopback port, with dummy credentials set."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in DUMMY_AWS_ENV.items():
-            patch.setenv(key, value)
-        patch.delenv("AWS_PROFILE", raising=False)
-        with log.open("wb") as out:
-            proc = subprocess.Popen(  # noqa: S603  (our venv's moto_server, fixed arguments)
-                [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        endpoint = f"http://127.0.0.1:{port}"
-        try:
-            wait_for(f"{endpoint}/moto-api/")
-            yield endpoint
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    """A moto server of this module's own (its IAM and stacks start empty), with dummy credentials set."""
+    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server.endpoint
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -20,21 +19,6 @@ START_TIMEOUT_S = 30.0
 
 
 DECISION = {"decision_id": "d1", "state": "charged twice", "question": "Which team?", "options": ["a", "b"]}
-
-
-DUMMY_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (loopback)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(url: str, timeout_s: float = START_TIMEOUT_S) -> None:

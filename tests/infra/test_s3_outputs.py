@@ -20,10 +20,9 @@ import pytest
 
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("semif-shadow"))
@@ -39,7 +38,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_pipelines_and_review_write_to_s3(moto: MotoServer, tmp_path: Path) -> None:  # noqa: F811
+def test_pipelines_and_review_write_to_s3(moto: MotoServer, tmp_path: Path) -> None:
     """Every mart file of the week lands on S3 equal to the local run's; the review lands beside."""
     s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1")
     s3.create_bucket(Bucket="weekly")

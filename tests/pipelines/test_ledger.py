@@ -27,12 +27,11 @@ from pipelines.weeks import as_utc, parse_week
 from semif_shadow.cli import main
 from tests.pipelines.harness import run_window
 from tests.pipelines.one_hot import add_one_hot_rows
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 PLAN = Plan(
     decisions=30_000,
@@ -274,7 +273,7 @@ def test_the_run_command_takes_policy_files(root: Path, tmp_path: Path) -> None:
 
 def test_the_ledger_continues_when_the_marts_are_written_to_s3(
     root: Path,
-    moto: MotoServer,  # noqa: F811  (pytest fixture injection)
+    moto: MotoServer,
     tmp_path: Path,
 ) -> None:
     """`pipelines run --out s3://...` fetches the prior week from S3 into its scratch folder first.

@@ -15,12 +15,11 @@ from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from tests.pipelines.harness import run_window
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 SMALL = Plan(decisions=4_000, weeks=2, seed=3)
 
@@ -35,7 +34,7 @@ def same_row(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
 
 
 @pytest.fixture
-def bucket(moto: MotoServer) -> str:  # noqa: F811  (pytest fixture injection)
+def bucket(moto: MotoServer) -> str:
     """A fresh bucket on the moto server."""
     boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1").create_bucket(
         Bucket="shadow-records"
@@ -43,7 +42,7 @@ def bucket(moto: MotoServer) -> str:  # noqa: F811  (pytest fixture injection)
     return "shadow-records"
 
 
-def test_s3_root_gives_the_same_marts_as_a_local_root(moto: MotoServer, bucket: str, tmp_path: Path) -> None:  # noqa: F811
+def test_s3_root_gives_the_same_marts_as_a_local_root(moto: MotoServer, bucket: str, tmp_path: Path) -> None:
     """The same generated records under s3:// (moto) and in a local folder give identical marts, every one."""
     generate(open_root(f"s3://{bucket}/records", moto.endpoint), SMALL)
     generate(open_root(str(tmp_path / "local")), SMALL)

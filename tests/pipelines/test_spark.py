@@ -30,7 +30,6 @@ from pipelines.storage import open_root
 from semif_shadow.cli import main
 from tests.pipelines.marts_equal import unequal_marts
 from tests.pipelines.one_hot import add_one_hot_rows
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 pytestmark = [
     pytest.mark.slow,
@@ -150,7 +149,7 @@ def test_the_spark_run_reports_its_weeks_and_marts(engines: Engines) -> None:
 
 
 def test_an_s3_root_without_the_s3a_connector_stops_in_one_line(
-    spark: SparkSession, moto: MotoServer, tmp_path: Path,  # noqa: F811  (pytest fixture injection)
+    spark: SparkSession, moto: MotoServer, tmp_path: Path,
 ) -> None:
     """``--engine spark --root s3://...`` on a Spark without hadoop-aws: one line naming the jars, exit 1.
 

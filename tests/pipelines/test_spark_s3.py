@@ -27,10 +27,9 @@ from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from semif_shadow.cli import main
 from tests.pipelines.marts_equal import unequal_marts
-from tests.shadow.records.conftest import moto  # noqa: F401  (the session moto_server fixture)
 
 if TYPE_CHECKING:
-    from tests.shadow.records.harness import MotoServer
+    from tests.harness import MotoServer
 
 pytestmark = [
     pytest.mark.slow,
@@ -65,7 +64,7 @@ def connector_jars() -> list[Path]:
     return jars
 
 
-def test_spark_submit_reads_records_in_s3_and_equals_duckdb(moto: MotoServer, tmp_path: Path) -> None:  # noqa: F811
+def test_spark_submit_reads_records_in_s3_and_equals_duckdb(moto: MotoServer, tmp_path: Path) -> None:
     """``spark-submit --jars ... weekly.py pipelines run --engine spark --root s3://...``: DuckDB's marts.
 
     The driver lists and checks the window's files through pyarrow; Spark reads them as ``s3a://`` paths

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,13 +39,6 @@ async def serve(app: web.Application, port: int = 0) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         await runner.cleanup()
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (for the dead scorer)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 TICKET_OPTIONS = [{"id": "billing", "text": "Billing"}, {"id": "technical", "text": "Technical support"},

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tests.shadow.harness import free_port, read_rows, ticket_type, write_catalog
+from tests.harness import free_port
+from tests.shadow.harness import read_rows, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from tests.shadow.fault_scorer import Faults

@@ -14,9 +14,9 @@ import pytest
 
 from scorer.settings import ScorerSettings
 from shadow.app import init_app
+from tests.harness import free_port
 from tests.shadow.harness import (
     TICKET_OPTIONS,
-    free_port,
     rows_by_id,
     running_sidecar,
     serve,

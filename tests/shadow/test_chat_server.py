@@ -21,9 +21,9 @@ import pytest
 
 from shadow.backends.chat import AnswerModeRejected, ChatBackend
 from shadow.backends.chat_logprobs import option_distribution
+from tests.harness import free_port
 from tests.shadow.harness import (
     TICKET_OPTIONS,
-    free_port,
     rows_by_id,
     running_sidecar,
     settings_for,

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from shadow.records.settings import default_writer_id
-from tests.shadow.harness import free_port, read_rows, serve, ticket_type, write_catalog
+from tests.harness import free_port
+from tests.shadow.harness import read_rows, serve, ticket_type, write_catalog
 from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:

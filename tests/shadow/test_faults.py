@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
+from tests.harness import free_port
 from tests.shadow.harness import (
-    free_port,
     read_rows,
     settings_for,
     sidecar_process,

@@ -22,8 +22,8 @@ import aiohttp
 
 from shadow.keys import METRICS, MIRROR, RECORDER
 from shadow.records.store import RecordStore
+from tests.harness import free_port
 from tests.shadow.harness import (
-    free_port,
     read_rows,
     running_sidecar,
     settings_for,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
+from tests.harness import free_port
 from tests.shadow.harness import (
-    free_port,
     read_rows,
     settings_for,
     sidecar_subprocess,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 from aiohttp import web
 
-from tests.shadow.harness import free_port, serve
+from tests.harness import free_port
+from tests.shadow.harness import serve
 from tests.shadow.proxy.parsers import framer_reading
 from tests.shadow.proxy.test_framing import SMUGGLING
 from tests.shadow.proxy.test_framing_differential import VALID

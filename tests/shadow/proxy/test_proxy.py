@@ -19,8 +19,8 @@ from shadow.errors import ShadowError
 from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
+from tests.harness import free_port
 from tests.shadow.harness import (
-    free_port,
     read_rows,
     running_sidecar,
     serve,

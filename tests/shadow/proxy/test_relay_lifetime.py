@@ -18,7 +18,8 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.shadow.harness import free_port, serve, settings_for, sidecar_env, ticket_type, write_catalog
+from tests.harness import free_port
+from tests.shadow.harness import serve, settings_for, sidecar_env, ticket_type, write_catalog
 from tests.shadow.upstream import upstream_app
 
 

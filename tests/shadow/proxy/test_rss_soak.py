@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.shadow.harness import free_port, settings_for, sidecar_subprocess, ticket_type, write_catalog
+from tests.harness import free_port
+from tests.shadow.harness import settings_for, sidecar_subprocess, ticket_type, write_catalog
 from tests.shadow.test_door import until
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Fixtures for the record store: settings on temporary folders, and an S3 API served by moto."""
+"""Fixtures for the record store: settings on temporary folders, or on a bucket of the session's moto."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import boto3
 import pytest
 
 from shadow.records.settings import RecordSettings
-from tests.shadow.records.harness import MotoServer, free_port
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
+
+    from tests.harness import MotoServer
 
 
 @pytest.fixture
@@ -21,23 +21,6 @@ def local_settings(tmp_path: Path) -> RecordSettings:
     """Settings writing Parquet under ``tmp_path/root`` and the journal under ``tmp_path/spool``."""
     return RecordSettings(root=str(tmp_path / "root"), spool_dir=tmp_path / "spool", writer_id="w1",
                           roll_seconds=60.0)
-
-
-@pytest.fixture(scope="session")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    """A moto S3 server on a free loopback port, with dummy credentials in the environment."""
-    server = MotoServer(free_port(), tmp_path_factory.mktemp("moto") / "moto.log")
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
-        patch.delenv("AWS_PROFILE", raising=False)
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 @pytest.fixture

@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from shadow.records.settings import RecordSettings
-
-    from .harness import MotoServer
+    from tests.harness import MotoServer
 
 
 def _client(settings: RecordSettings) -> Any:
