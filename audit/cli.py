@@ -74,17 +74,26 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
               help="The workbench's journal folder (default audit-spool; AUDIT_SPOOL_DIR).")
 @click.option("--tls-cert", default=None, help="Serve HTTPS with this PEM certificate (AUDIT_TLS_CERT).")
 @click.option("--tls-key", default=None, help="The certificate's PEM private key (AUDIT_TLS_KEY).")
+@click.option("--behind-tls-proxy", is_flag=True, default=False,
+              help="A TLS proxy is in front: allows plain HTTP off loopback; cookies Secure, HSTS sent "
+                   "(AUDIT_BEHIND_TLS_PROXY).")
+@click.option("--public-host", default=None,
+              help="The name browsers use (a proxy's), accepted in Host besides --host (AUDIT_PUBLIC_HOST).")
 def serve(root: str, week: str, decision_type: str | None, catalog: str, host: str | None,  # noqa: PLR0913, PLR0917
-          port: int | None, spool: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+          port: int | None, spool: str | None, tls_cert: str | None, tls_key: str | None,
+          behind_tls_proxy: bool, public_host: str | None) -> None:
     """Serve the week's audit sample: the page where auditors say what was right.
 
     Sign in with a served decision type's token (the catalog's auth_token_env, as for the sidecar's
     API) and a pseudonym. Answers are audit outcomes in the records, durable before acknowledged.
+    Off loopback it needs HTTPS: --tls-cert and --tls-key, or --behind-tls-proxy.
 
     \b
-    Example:
+    Examples:
       SHADOW_TOKEN_TICKETS=... semif-shadow audit serve --root records --week 2026-W48 \\
           --catalog catalog.yaml
+      SHADOW_TOKEN_TICKETS=... semif-shadow audit serve --root records --week 2026-W48 \\
+          --catalog catalog.yaml --host 0.0.0.0 --behind-tls-proxy --public-host audit.example.org
     """
     import asyncio  # noqa: PLC0415  (keep --help fast)
 
@@ -96,7 +105,8 @@ def serve(root: str, week: str, decision_type: str | None, catalog: str, host: s
     flags = {"root": ("--root", root), "week": ("--week", week), "decision_type": ("--type", decision_type),
              "catalog": ("--catalog", catalog), "host": ("--host", host), "port": ("--port", port),
              "spool_dir": ("--spool", spool), "tls_cert": ("--tls-cert", tls_cert),
-             "tls_key": ("--tls-key", tls_key)}
+             "tls_key": ("--tls-key", tls_key), "public_host": ("--public-host", public_host),
+             "behind_tls_proxy": ("--behind-tls-proxy", behind_tls_proxy or None)}  # unset: the environment's
     settings = build_settings(WorkbenchSettings, flags)
     try:
         asyncio.run(serve_workbench(settings))

@@ -1,8 +1,11 @@
 """The workbench application: `init_app()`; the record store and the worklist live in one cleanup context.
 
+Plain HTTP off loopback is refused before anything opens (``guards.check_exposure``).
+
 The context opens, in order:
 
-- the sessions: the sample's decision types and their sign-in tokens (a type without one: no start);
+- the sessions: the sample's decision types and their sign-in tokens (a type without one: no start),
+  and the sign-in limits;
 - the sidecar's durable record store, on the workbench's own spool. It starts before anything reads
   the audits: its recovery publishes what a killed workbench left in the journal, so the audits read
   next include every acknowledged answer;
@@ -19,7 +22,9 @@ from aiohttp import web
 from audit.workbench import reading
 from audit.workbench.answers import AnswerWriter
 from audit.workbench.errors import SetupError
+from audit.workbench.guards import check_exposure
 from audit.workbench.keys import CATALOG, SESSIONS, SETTINGS, STATES, WORKLIST, WRITER
+from audit.workbench.limits import SignInLimits
 from audit.workbench.middlewares import error_middleware, security_headers
 from audit.workbench.routes import setup_routes
 from audit.workbench.sessions import Sessions
@@ -37,11 +42,12 @@ if TYPE_CHECKING:
 
 def init_app(settings: WorkbenchSettings, environ: Mapping[str, str]) -> web.Application:
     """The workbench; ``environ`` holds the decision types' sign-in tokens (the catalog names them)."""
+    check_exposure(settings)
     try:
         catalog = load_catalog(settings.catalog)
     except CatalogError as exc:
         raise SetupError(str(exc).splitlines()[0]) from exc
-    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app = web.Application(middlewares=[error_middleware(settings)], client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
     app[CATALOG] = catalog
     app.on_response_prepare.append(security_headers)
@@ -69,7 +75,9 @@ def _records_ctx(environ: Mapping[str, str]) -> Callable[[web.Application], Asyn
         settings = app[SETTINGS]
         records = settings.records()
         sample = reading.read_sample(records, settings.week, settings.decision_type)
-        app[SESSIONS] = Sessions(tokens(app[CATALOG], {r.decision_type for r in sample}, environ))
+        limits = SignInLimits(settings.sign_in_client_failures, settings.sign_in_type_failures,
+                              settings.sign_in_window_s)
+        app[SESSIONS] = Sessions(tokens(app[CATALOG], {r.decision_type for r in sample}, environ), limits)
         async with RecordStore(records) as store:
             loop = asyncio.get_running_loop()
             worklist = Worklist(sample, settings.claim_s)

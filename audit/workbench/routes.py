@@ -25,4 +25,4 @@ def setup_routes(app: web.Application) -> None:
     app.router.add_post("/undo", views.undo)
     app.router.add_post("/sign-out", views.sign_out)
     app.router.add_get("/favicon.ico", views.no_icon)
-    app.router.add_static("/static", STATIC, show_index=False, follow_symlinks=False)
+    app.router.add_get("/static/{name}", views.static_files(STATIC))

@@ -8,17 +8,31 @@ and the workbench's files (``audit-<host>-<seq>.parquet``) never take a sidecar'
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from audit.workbench.limits import DEFAULT_CLIENT_FAILURES, DEFAULT_TYPE_FAILURES, DEFAULT_WINDOW_S
 from shadow.records.settings import WRITER_ID_PATTERN, RecordSettings, default_writer_id
 
 DEFAULT_PORT = 8490
 DEFAULT_MAX_BODY_BYTES = 16 * 1024
 DEFAULT_NOTE_CHARS = 2000
-WEEK_PATTERN = r"^[0-9]{4}-W[0-9]{2}$"
+WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
+HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?|\[[0-9A-Fa-f:.]{2,45}\]")
+"""A DNS name, an IPv4 address or a bracketed IPv6 address (the whole string, ``fullmatch``)."""
+
+
+def _whole(pattern: re.Pattern[str], meaning: str) -> AfterValidator:
+    def check(value: str | None) -> str | None:
+        if value is not None and pattern.fullmatch(value) is None:
+            message = f"not {meaning}"
+            raise ValueError(message)
+        return value
+    return AfterValidator(check)
 
 
 def default_audit_writer() -> str:
@@ -32,7 +46,8 @@ class WorkbenchSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AUDIT_", extra="ignore")
 
     root: str = Field(description="records root (folder or s3://bucket/prefix): the sample and the answers")
-    week: str = Field(pattern=WEEK_PATTERN, description="ISO week of the audit sample (2026-W48)")
+    week: Annotated[str, _whole(WEEK, "an ISO week like 2026-W48")] = Field(
+        description="ISO week of the audit sample (2026-W48)")
     decision_type: str | None = Field(default=None, description="serve only this decision type's sample")
     catalog: Path = Field(description="decision catalog YAML: questions, options, state rules, tokens")
     host: str = Field(default="127.0.0.1", description="address the page listens on")
@@ -48,6 +63,21 @@ class WorkbenchSettings(BaseSettings):
                            "them this long before another auditor may be shown it")
     tls_cert: Path | None = Field(default=None, description="serve HTTPS with this certificate (PEM)")
     tls_key: Path | None = Field(default=None, description="the certificate's private key (PEM)")
+    behind_tls_proxy: bool = Field(default=False, description="a TLS proxy is in front: plain HTTP may "
+                                   "listen off loopback, and cookies are Secure and HSTS sent as over TLS")
+    public_host: Annotated[str | None, _whole(HOST_NAME, "a host name or address")] = Field(
+        default=None, description="the name browsers reach the workbench by (a proxy's): a Host it accepts")
+    sign_in_client_failures: int = Field(default=DEFAULT_CLIENT_FAILURES, ge=1,
+                                         description="wrong sign-in tokens one client may send in the window")
+    sign_in_type_failures: int = Field(default=DEFAULT_TYPE_FAILURES, ge=1, description="wrong sign-in "
+                                       "tokens against one decision type (all clients) in the window")
+    sign_in_window_s: float = Field(default=DEFAULT_WINDOW_S, gt=0, le=86_400,
+                                    description="the sign-in limits' sliding window")
+
+    @property
+    def https(self) -> bool:
+        """Whether browsers reach the workbench over HTTPS (its own TLS, or a TLS proxy in front)."""
+        return self.tls_cert is not None or self.behind_tls_proxy
 
     def records(self) -> RecordSettings:
         """The record store's settings: the root, and the workbench's own spool and writer id."""

@@ -6,31 +6,34 @@ page, sent only after the answer is durable. Reads never touch production's outc
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 from aiohttp import web
+from multidict import MultiDict
 
 from audit.workbench import pages
 from audit.workbench.answers import outcome_row
 from audit.workbench.errors import BadField, Forbidden, NotInSample
+from audit.workbench.guards import FORM
 from audit.workbench.keys import CATALOG, SESSIONS, SETTINGS, STATES, WORKLIST, WRITER
 from audit.workbench.middlewares import is_decision_path
 from audit.workbench.sessions import SESSION_COOKIE, SIGN_IN_COOKIE, Session, check_csrf, same
 from contracts.records import NONE_OF_THESE
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from multidict import MultiDictProxy
-
-    Form: TypeAlias = MultiDictProxy[str | bytes | bytearray | web.FileField]
+    from collections.abc import Awaitable, Callable
+    from pathlib import Path
 
     from audit.workbench.reading import SampleRow
 
+Form = MultiDict[str]
 HTML = "text/html"
 FIELD_MAX = 256
+FIELDS_MAX = 32
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def see_other(url: str) -> web.Response:
@@ -43,17 +46,22 @@ def _session(request: web.Request) -> Session:
 
 
 async def _form(request: web.Request) -> Form:
-    if request.content_type != "application/x-www-form-urlencoded":
-        raise BadField("Content-Type: send the page's form (application/x-www-form-urlencoded)",
-                       "Content-Type")
-    return await request.post()  # capped by client_max_size: 413 beyond
+    if request.content_type != FORM:
+        raise BadField(f"Content-Type: send the page's form ({FORM})", "Content-Type")
+    body = await request.read()  # capped, and checked to be UTF-8, by the guards
+    try:
+        return MultiDict(parse_qsl(body.decode(), keep_blank_values=True, errors="strict",
+                                   max_num_fields=FIELDS_MAX))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadField(f"body: not the page's form ({exc})", "body") from exc
 
 
 def _text(form: Form, name: str, max_len: int = FIELD_MAX,
-          *, required: bool = True) -> str:
+          *, required: bool = True, plain: bool = True) -> str:
+    """A form field; ``plain`` ones (tokens, pseudonym, paths, options) hold no control character."""
     value = form.get(name, "")
-    if not isinstance(value, str):
-        raise BadField(f"{name}: must be text", name)
+    if plain and _CONTROL.search(value):
+        raise BadField(f"{name}: holds a control character", name)
     if required and not value:
         raise BadField(f"{name}: is required", name)
     if len(value) > max_len:
@@ -63,7 +71,8 @@ def _text(form: Form, name: str, max_len: int = FIELD_MAX,
 
 def _cookie(response: web.StreamResponse, request: web.Request, name: str, value: str,
             path: str = "/") -> None:
-    response.set_cookie(name, value, path=path, httponly=True, samesite="Strict", secure=request.secure)
+    secure = request.app[SETTINGS].https  # over TLS, here or at the proxy in front
+    response.set_cookie(name, value, path=path, httponly=True, samesite="Strict", secure=secure)
 
 
 def _decision_url(row: SampleRow) -> str:
@@ -97,8 +106,9 @@ async def sign_in(request: web.Request) -> web.StreamResponse:
     given, expected = _text(form, "csrf", required=False), request.cookies.get(SIGN_IN_COOKIE, "")
     if not given or not expected or not same(given, expected):
         raise Forbidden("csrf: sign in from the sign-in page (GET /sign-in)", "csrf")
-    session_id, _ = request.app[SESSIONS].sign_in(_text(form, "token", 1024), _text(form, "auditor", 64))
     back = _text(form, "next", 1024, required=False)
+    session_id, _ = request.app[SESSIONS].sign_in(_text(form, "token", 1024), _text(form, "auditor", 64),
+                                                  client=request.remote or "")
     response = see_other(back if is_decision_path(back) else "/next")  # never a page of another site
     _cookie(response, request, SESSION_COOKIE, session_id)
     response.del_cookie(SIGN_IN_COOKIE, path="/sign-in")
@@ -142,8 +152,9 @@ async def _posted_row(request: web.Request) -> tuple[Session, Form,
     session = _session(request)
     form = await _form(request)
     check_csrf(_text(form, "csrf", required=False), session.csrf)
-    _text(form, "sample_id")
-    row = _row(request, session, _text(form, "decision_type"), _text(form, "decision_id"))
+    _text(form, "sample_id", plain=False)  # the sample's own ids: matched exactly, never shown raw
+    row = _row(request, session, _text(form, "decision_type", plain=False),
+               _text(form, "decision_id", plain=False))
     if row.sample_id != form["sample_id"]:
         raise NotInSample("sample_id: not the sample this decision belongs to", "sample_id")
     return session, form, row
@@ -158,7 +169,7 @@ async def answer(request: web.Request) -> web.StreamResponse:
     if choice not in option_ids and choice != NONE_OF_THESE:
         raise BadField(f"answer: {choice!r} is not an option of {row.decision_type!r} nor "
                        f"{NONE_OF_THESE!r}", "answer")
-    note = _text(form, "note", app[SETTINGS].note_max_chars, required=False).strip()
+    note = _text(form, "note", app[SETTINGS].note_max_chars, required=False, plain=False).strip()
     await app[WRITER].write(outcome_row(row, session.auditor, choice, option_ids), note)
     app[WORKLIST].record(row.key, session.auditor, choice)
     return see_other("/next")
@@ -187,3 +198,16 @@ async def sign_out(request: web.Request) -> web.StreamResponse:
     response = see_other("/sign-in")
     response.del_cookie(SESSION_COOKIE)
     return response
+
+
+def static_files(folder: Path) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The handler of the package's static files, by name; any other ``/static/`` path is the JSON 404."""
+    files = {path.name: path for path in folder.iterdir() if path.is_file()}
+
+    async def static_file(request: web.Request) -> web.StreamResponse:
+        path = files.get(request.match_info["name"])
+        if path is None:
+            raise web.HTTPNotFound
+        return web.FileResponse(path)
+
+    return static_file

@@ -14,10 +14,10 @@ from aiohttp import web
 
 from audit.workbench.app import init_app
 from audit.workbench.middlewares import SECURITY_HEADERS
-from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
-from shadow.records.layout import open_dataset
+from contracts.records import NONE_OF_THESE
 from tests.audit import serving, week
 from tests.audit.forms import hidden, option_values
+from tests.audit.session import audits, sign_in
 from tests.audit.week import settings_for
 
 if TYPE_CHECKING:
@@ -26,22 +26,6 @@ if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
 
     from tests.typing import ClientFactory
-
-
-async def sign_in(client: TestClient[Any, Any], auditor: str = "auditor-7",
-                  token: str = week.TOKEN) -> dict[str, str]:
-    """Sign in through the form; the hidden fields of the first decision's page."""
-    form = hidden(await (await client.get("/sign-in")).text())
-    answer = await client.post("/sign-in", data={"csrf": form["csrf"], "token": token, "auditor": auditor})
-    assert answer.status == 200, await answer.text()
-    return hidden(await answer.text())
-
-
-def audits(tmp: Path, root: Path, catalog: Path) -> list[dict[str, object]]:
-    """Every audit outcome in the records (after the workbench closed its store)."""
-    records = settings_for(tmp, root, catalog).records()
-    rows = open_dataset(records, "outcomes").to_table().to_pylist()
-    return [r for r in rows if r["source"] == SOURCE_AUDIT]
 
 
 async def test_an_answer_is_an_audit_outcome_and_the_next_decision_follows(
@@ -88,6 +72,7 @@ async def test_the_session_cookie_is_httponly_and_strict(client: TestClient[Any,
     assert "HttpOnly" in cookie
     assert "SameSite=Strict" in cookie
     assert "Secure" not in cookie  # plain HTTP on loopback; over TLS the same cookie is Secure
+    assert "Strict-Transport-Security" not in answer.headers
 
 
 async def test_a_wrong_or_missing_token_signs_nobody_in(client: TestClient[Any, Any]) -> None:
@@ -184,7 +169,7 @@ def tls_files(tmp_path: Path) -> tuple[Path, Path]:
 
 async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path, tls_files: tuple[Path, Path],
                                                      built: tuple[Path, Path, list[week.Decision]]) -> None:
-    """Served over HTTPS (``tls_cert``/``tls_key``), the session and sign-in cookies carry ``Secure``."""
+    """Served over HTTPS (``tls_cert``/``tls_key``), the cookies carry ``Secure`` and every answer HSTS."""
     cert, key = tls_files
     settings = settings_for(tmp_path, *built[:2], tls_cert=cert, tls_key=key)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -198,6 +183,7 @@ async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path, tls_files: 
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:  # an IP host
             page = await session.get(f"{base}/sign-in", ssl=False)
             assert "Secure" in page.headers["Set-Cookie"]
+            assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
             form = hidden(await page.text())
             answer = await session.post(f"{base}/sign-in", ssl=False, allow_redirects=False,
                                         data={"csrf": form["csrf"], "token": week.TOKEN, "auditor": "a1"},
@@ -205,6 +191,7 @@ async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path, tls_files: 
             assert answer.status == 303
             cookie = answer.headers.getall("Set-Cookie")
             assert any("audit_session=" in c and "Secure" in c and "HttpOnly" in c for c in cookie)
+            assert answer.headers["Strict-Transport-Security"] == "max-age=31536000"
     finally:
         await runner.cleanup()
 
