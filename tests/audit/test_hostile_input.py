@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
+from pydantic import ValidationError
 
+from audit.workbench.errors import MisdirectedHost
+from audit.workbench.guards import check_host
 from audit.workbench.middlewares import is_decision_path
 from audit.workbench.sessions import Sessions
+from audit.workbench.settings import WorkbenchSettings
 from tests.audit import week
 from tests.audit.forms import hidden
 from tests.audit.session import audits, sign_in
@@ -69,15 +74,21 @@ async def test_a_body_that_cannot_be_decoded_is_a_400_on_every_route(
     assert errors_logged(caplog) == []
 
 
-async def test_an_answer_in_another_charset_writes_nothing(
+async def test_a_refused_answer_writes_nothing(
         client: TestClient[Any, Any], tmp_path: Path, built: tuple[Path, Path, list[week.Decision]]) -> None:
-    """A valid answer sent as Latin-1, or with a raw 0xff in its note: 400, no row and no note written."""
+    """A valid answer sent as Latin-1, with a raw 0xff in its note, or to a foreign ``Host``: refused.
+
+    No row and no note is written for any of them.
+    """
     fields = await sign_in(client)
+    valid = urlencode({**fields, "answer": "billing", "note": "looks like billing"}).encode()
     latin = urlencode({**fields, "answer": "billing", "note": "café"}, encoding="latin-1").encode()
     raw = urlencode({**fields, "answer": "billing"}).encode() + b"&note=caf\xe9"
-    for content_type, body in ((f"{FORM}; charset=latin-1", latin), (FORM, raw)):
-        answer = await client.post("/answers", data=body, headers={"Content-Type": content_type})
-        assert answer.status == 400, await answer.text()
+    cases = [({"Content-Type": f"{FORM}; charset=latin-1"}, latin, 400), ({"Content-Type": FORM}, raw, 400),
+             ({"Content-Type": FORM, "Host": "rebind.attacker.example"}, valid, 421)]
+    for headers, body, status in cases:
+        answer = await client.post("/answers", data=body, headers=headers)
+        assert answer.status == status, await answer.text()
     await client.close()
     assert audits(tmp_path, *built[:2]) == []
     assert not (tmp_path / "audit-spool" / "notes").exists()
@@ -114,11 +125,26 @@ async def test_a_declared_huge_body_is_a_413_within_a_second(client: TestClient[
         assert seconds < 1.0, path
 
 
-def test_every_identifier_and_path_pattern_matches_the_whole_string() -> None:
-    """A pseudonym or a decision path with a control character anywhere (trailing too) is refused."""
+def test_every_identifier_and_path_pattern_matches_the_whole_string(tmp_path: Path) -> None:
+    """A control character anywhere (trailing too) is refused by every pattern the workbench checks.
+
+    The pseudonym, a decision path (where ``next`` may lead), the ``Host`` header, and the week, public
+    host and writer id of the settings.
+    """
     sessions = Sessions({week.TYPE: week.TOKEN})
     assert is_decision_path("/decisions/d0001?type=tickets")
+    names = frozenset({"localhost"})
+    check_host(make_mocked_request("GET", "/", headers={"Host": "localhost:8490"}), names)
+    base = {"root": str(tmp_path), "catalog": tmp_path / "catalog.yaml", "week": week.WEEK}
+    settings = {"week": week.WEEK, "public_host": "audit.example.org", "writer_id": "audit-test"}
     for control in CONTROLS:
+        for host in placed("localhost", control):
+            with pytest.raises(MisdirectedHost):
+                check_host(make_mocked_request("GET", "/", headers={"Host": host}), names)
+        for name, value in settings.items():
+            for bad in placed(value, control):
+                with pytest.raises(ValidationError, match=name):
+                    WorkbenchSettings(**{**base, name: bad})  # type: ignore[arg-type]
         for auditor in placed("mallory", control):
             with pytest.raises(Exception, match="auditor") as refused:
                 sessions.sign_in(week.TOKEN, auditor, client="127.0.0.1")
