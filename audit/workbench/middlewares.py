@@ -91,7 +91,8 @@ def error_middleware(settings: WorkbenchSettings) -> Middleware:
             return await handler(request)
         except SignInRequired as exc:
             if request.method == "GET" and exc.field != "token":
-                back = f"?{urlencode({'next': request.path_qs})}" if is_decision_path(request.path_qs) else ""
+                sent = request.raw_path  # %-escaped, as the page's own links are
+                back = f"?{urlencode({'next': sent})}" if is_decision_path(sent) else ""
                 return web.Response(status=303, headers={"Location": f"/sign-in{back}"})
             return _json(exc)
         except (WireError, web.HTTPError) as exc:

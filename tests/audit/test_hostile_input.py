@@ -132,7 +132,8 @@ def test_every_identifier_and_path_pattern_matches_the_whole_string(tmp_path: Pa
     host and writer id of the settings.
     """
     sessions = Sessions({week.TYPE: week.TOKEN})
-    assert is_decision_path("/decisions/d0001?type=tickets")
+    for fine in ("/decisions/d0001?type=tickets", "/decisions/T%201042%C3%A9", "/decisions/a%2Fb?type=t%20x"):
+        assert is_decision_path(fine), fine
     names = frozenset({"localhost"})
     check_host(make_mocked_request("GET", "/", headers={"Host": "localhost:8490"}), names)
     base = {"root": str(tmp_path), "catalog": tmp_path / "catalog.yaml", "week": week.WEEK}
