@@ -13,10 +13,9 @@ import pytest
 
 from contracts.audit_samples import sample_path
 from contracts.records import NONE_OF_THESE, SOURCE_AUDIT
-from shadow.records.layout import open_dataset
-from shadow.records.settings import RecordSettings
 from tests.audit import serving, week
 from tests.audit.chromium import Tab, tab
+from tests.audit.harness import audit_rows
 from tests.audit.serving import running
 from tests.dashboards.browser import chromium
 
@@ -28,13 +27,6 @@ OPTION_IDS = [o for o, _ in week.GENERATED_OPTIONS]
 KEYS = ["1", "3", "2", "4", "2", "2", "1", "3", "n", "4", "1", "2", "3", "1", "4", "2", "3", "1", "2", "4"]
 """The key pressed on each of the 20 decisions (``n``: none of these)."""
 UNDO_AT, RELOAD_AT = 5, 11
-
-
-def audit_rows(root: Path, spool: Path) -> list[dict[str, object]]:
-    """Every audit outcome under ``root``, oldest first."""
-    settings = RecordSettings(root=str(root), spool_dir=spool)
-    rows = open_dataset(settings, "outcomes").to_table().to_pylist()
-    return sorted((r for r in rows if r["source"] == SOURCE_AUDIT), key=lambda r: r["outcome_at"])
 
 
 def cli(*args: str) -> None:

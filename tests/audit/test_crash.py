@@ -19,8 +19,8 @@ import pytest
 from contracts.records import NONE_OF_THESE
 from tests.audit import week
 from tests.audit.auditor import Auditor
+from tests.audit.harness import audit_rows
 from tests.audit.serving import start, stop
-from tests.audit.test_browser import audit_rows
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -10,8 +10,8 @@ from audit.workbench.reading import SampleRow
 from audit.workbench.worklist import Worklist
 from tests.audit import week
 from tests.audit.auditor import Auditor
+from tests.audit.harness import audit_rows
 from tests.audit.serving import running
-from tests.audit.test_browser import audit_rows
 
 if TYPE_CHECKING:
     from pathlib import Path

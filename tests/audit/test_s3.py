@@ -15,32 +15,23 @@ from contracts.audit_samples import sample_path
 from contracts.records import SOURCE_AUDIT
 from shadow.records.layout import open_dataset
 from tests.audit import week
-from tests.audit.test_workbench import sign_in
+from tests.audit.session import sign_in
 from tests.audit.week import settings_for
-from tests.shadow.records.harness import MotoServer, free_port
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
+    from tests.harness import MotoServer
     from tests.typing import ClientFactory
 
 
 @pytest.fixture
-def moto_s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """An S3 bucket on a moto server; the records' S3 variables point at it. Yields the records root."""
-    server = MotoServer(free_port(), tmp_path / "moto.log")
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-                       "SHADOW_RECORDS_S3_ENDPOINT_URL": f"http://127.0.0.1:{server.port}",
-                       "SHADOW_RECORDS_S3_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    server.start()
-    try:
-        boto3.client("s3", endpoint_url=server.endpoint).create_bucket(Bucket="audits")
-        yield "s3://audits/records"
-    finally:
-        server.stop()
+def moto_s3(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An S3 bucket on the session's moto server; the records' S3 variables point at it. The records root."""
+    monkeypatch.setenv("SHADOW_RECORDS_S3_ENDPOINT_URL", moto.endpoint)
+    monkeypatch.setenv("SHADOW_RECORDS_S3_REGION", "us-east-1")
+    boto3.client("s3", endpoint_url=moto.endpoint).create_bucket(Bucket="audits")
+    return "s3://audits/records"
 
 
 async def test_over_s3_the_sample_is_read_and_the_answer_uploaded(

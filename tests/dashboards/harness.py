@@ -5,19 +5,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import dataclasses
 from typing import TYPE_CHECKING
 
-from pipelines import runner, synth
+from pipelines import synth
 from pipelines.generate import Plan
-from pipelines.prices import load_prices
-from pipelines.settings import PipelineSettings
-from pipelines.storage import open_root
-from pipelines.weeks import window
+from tests.pipelines.harness import run_window
 
 if TYPE_CHECKING:
     from pathlib import Path
-
 
 
 WEEK = "2026-W48"
@@ -34,17 +30,25 @@ PLAN = Plan(
 type changes on its Thursday."""
 
 
-AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
+TRIAL = Plan(
+    decisions=6_000,
+    weeks=3,
+    drift_week=None,
+    seed=11,
+    knobs=synth.Knobs(
+        types=(dataclasses.replace(synth.DEFAULT_TYPES[0], share=1.0),),
+        fleets=(dataclasses.replace(synth.DEFAULT_FLEETS[0], share=1.0),),
+        models=(dataclasses.replace(synth.DEFAULT_MODELS[0], share=1.0),),
+        challenger=synth.CHALLENGER,
+    ),
+)
+"""Records shaped like a trial's: one type, one fleet, ``default`` and ``challenger`` on the same
+decisions, 2026-W44..W46."""
+TRIAL_WEEK = "2026-W46"
 
 
 def run_marts(records: Path, out: Path, first: str, last: str) -> Path:
-    """Every mart of ``records`` over the weeks ``first..last``, written under ``out``."""
-    settings = PipelineSettings()
-    span = window(first, last, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
-    con = runner.connect(settings)
-    try:
-        job = runner.Job(settings, open_root(str(records)), span, load_prices(settings.prices_file), out)
-        runner.run(job, con=con)
-    finally:
-        con.close()
+    """Every mart of ``records`` over the weeks ``first..last``, written under ``out`` (one `run_window`)."""
+    computed = run_window(records, out, first=first, last=last)
+    computed.con.close()
     return out

@@ -8,7 +8,6 @@ every chart removed from the page. The Markdown carries the banner and the score
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import TYPE_CHECKING
@@ -19,31 +18,16 @@ from dashboards.config import DEFAULTS
 from dashboards.marts import load_marts
 from dashboards.report import review, to_html, to_markdown
 from dashboards.screen import trust
-from pipelines import synth
-from pipelines.generate import Plan, generate
+from pipelines.generate import generate
 from pipelines.storage import open_root
 from tests.dashboards.browser import chromium, load
-from tests.dashboards.harness import run_marts
+from tests.dashboards.harness import TRIAL, TRIAL_WEEK, run_marts
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from dashboards.report import Review
 
-TRIAL = Plan(
-    decisions=6_000,
-    weeks=3,
-    drift_week=None,
-    seed=11,
-    knobs=synth.Knobs(
-        types=(dataclasses.replace(synth.DEFAULT_TYPES[0], share=1.0),),
-        fleets=(dataclasses.replace(synth.DEFAULT_FLEETS[0], share=1.0),),
-        models=(dataclasses.replace(synth.DEFAULT_MODELS[0], share=1.0),),
-        challenger=synth.CHALLENGER,
-    ),
-)
-"""One type, one fleet, ``default`` and ``challenger`` on the same decisions, 2026-W44..W46."""
-TRIAL_WEEK = "2026-W46"
 WIDTH, HEIGHT = 1400, 900
 FIRST_VIEWPORT = f"""JSON.stringify((() => {{
   const inView = el => el !== null && el.getBoundingClientRect().bottom <= {HEIGHT}

@@ -25,8 +25,7 @@ from dashboards.report import review, to_html, to_markdown
 from pipelines.generate import generate
 from pipelines.storage import open_root
 from shadow.redaction import HASH_PREFIX, Redactor
-from tests.dashboards.harness import run_marts
-from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
+from tests.dashboards.harness import TRIAL, TRIAL_WEEK, run_marts
 from tests.harness import every_byte
 
 if TYPE_CHECKING:
@@ -40,8 +39,6 @@ CARD = "MARKER-CARD-4111-77c2"  # in a hashed field
 CONTROL = "CONTROL-SUBJECT-b41a"  # in a kept field
 AUDIT_URL = "http://127.0.0.1:8490"
 CAP = 5
-
-
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from dashboards.cli import review as review_command
 from dashboards.marts import load_marts
 from pipelines.ledger import policy_key
 from pipelines.policy_cli import policy as policy_command
-from tests.dashboards.harness import AS_OF, WEEK
+from tests.dashboards.harness import WEEK
+from tests.pipelines.harness import AS_OF
 
 if TYPE_CHECKING:
     from pathlib import Path

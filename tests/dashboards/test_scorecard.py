@@ -31,8 +31,8 @@ from dashboards.verdict.decision import P99_HARD, Check, Decision, Verdict
 from pipelines import synth
 from pipelines.auditor import generate_audited
 from pipelines.storage import open_root
-from tests.dashboards.harness import AS_OF, WEEK, run_marts
-from tests.dashboards.test_first_screen import TRIAL, TRIAL_WEEK
+from tests.dashboards.harness import TRIAL, TRIAL_WEEK, WEEK, run_marts
+from tests.pipelines.harness import AS_OF
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -6,11 +6,17 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from botocore.validate import ParamValidator
+
+from tests.infra.cfn import coerce, operation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,3 +54,23 @@ def _request(url: str, data: bytes | None = None) -> None:
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})  # noqa: S310
     with contextlib.suppress(urllib.error.HTTPError):  # a 503 is the point: answers count by status
         urllib.request.urlopen(request, timeout=5).close()  # noqa: S310  (http on loopback)
+
+
+DOCKERFILES = {"sagemaker": ROOT / "infra/sagemaker/Dockerfile", "sidecar": ROOT / "infra/sidecar/Dockerfile"}
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", "\n".join(line for line in dockerfile.read_text().splitlines()
+                                           if not line.lstrip().startswith("#")))
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
+            for line in text.splitlines() if line.strip()]
+
+
+def sagemaker_call(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` coerced to the operation's input shape; fails like boto3 would before sending."""
+    model = operation("sagemaker", name)
+    params = coerce(params, model.input_shape)
+    report = ParamValidator().validate(params, model.input_shape)
+    assert not report.has_errors(), report.generate_report()
+    return params

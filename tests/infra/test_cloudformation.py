@@ -11,22 +11,13 @@ import re
 from typing import Any
 
 import pytest
-from botocore.validate import ParamValidator
 from cfnlint.api import lint
 
-from tests.infra.cfn import TEMPLATES, Stack, coerce, load, operation, parameter_file
+from tests.infra.cfn import TEMPLATES, Stack, load, parameter_file
+from tests.infra.harness import sagemaker_call
 
 TEMPLATE_NAMES = sorted(p.name for p in TEMPLATES.glob("*.yaml"))
 GPU_POOLS = ["ml.g6e.xlarge", "ml.g6.2xlarge", "ml.g5.2xlarge", "ml.g4dn.2xlarge"]
-
-
-def sagemaker_call(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` coerced to the operation's input shape; fails like boto3 would before sending."""
-    model = operation("sagemaker", name)
-    params = coerce(params, model.input_shape)
-    report = ParamValidator().validate(params, model.input_shape)
-    assert not report.has_errors(), report.generate_report()
-    return params
 
 
 def endpoint_stack(params_file: str) -> Stack:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.infra.cfn import ROOT
-from tests.infra.test_images import DOCKERFILES, instructions
+from tests.infra.harness import DOCKERFILES, instructions
 
 DOCKERFILE = DOCKERFILES["sidecar"]
 SMOKE = ROOT / "infra" / "sidecar" / "smoke.py"

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from tests.infra.cfn import ROOT
+from tests.infra.harness import DOCKERFILES, instructions
 
-DOCKERFILES = {"sagemaker": ROOT / "infra/sagemaker/Dockerfile", "sidecar": ROOT / "infra/sidecar/Dockerfile"}
 BUILDSPEC = ROOT / "infra/sagemaker/buildspec.yml"
 HADOLINT = Path(sys.executable).with_name("hadolint")
 BASE_DIGESTS = {"cpu": "sha256:" + "c" * 64, "cuda": "sha256:" + "d" * 64}
@@ -46,14 +46,6 @@ if [ "$1" = build ] && [ -n "$FAIL_FLAVOR" ] && echo "$*" | grep -q "sagemaker-$
 fi
 exit 0
 """
-
-
-def instructions(dockerfile: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", "\n".join(line for line in dockerfile.read_text().splitlines()
-                                           if not line.lstrip().startswith("#")))
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
-            for line in text.splitlines() if line.strip()]
 
 
 def hadolint(path: Path) -> subprocess.CompletedProcess[str]:

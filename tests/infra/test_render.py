@@ -23,7 +23,7 @@ from scorer.server.main import _released
 from scorer.settings import ScorerSettings
 from semif_shadow.infra import iso_weeks
 from tests.infra.cfn import Stack, load
-from tests.infra.test_cloudformation import sagemaker_call
+from tests.infra.harness import sagemaker_call
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("semif-shadow"))

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     import duckdb
 
-
 PLAN = Plan(decisions=40_000, weeks=5, drift_week=4, seed=11)
 
 
@@ -82,3 +81,38 @@ def mart(computed: Computed, name: str) -> list[dict[str, object]]:
 def model_sql(name: str) -> str:
     """The SQL of one model, as the runner executes it."""
     return next(m.sql for m in load_models() if m.name == name)
+
+
+GROUP = ("decision_type", "week_start", "model_key")
+GRAIN = {
+    "funnel": ("decision_type", "week_start", "candidate"),
+    "funnel_reasons": ("decision_type", "week_start", "status", "reason"),
+    "confusion": (*GROUP, "outcome", "proposal"),
+    "per_option": (*GROUP, "option_id"),
+    "severe_errors": ("decision_id", "model_key"),
+    "gallery": ("decision_id", "model_key"),
+    "agreement": GROUP,
+    "reliability": (*GROUP, "bin"),
+    "ece_bootstrap": GROUP,
+    "classwise_calibration": (*GROUP, "option_id"),
+    "calibration": GROUP,
+    "drift_confidence": GROUP,
+    "drift_mix": GROUP,
+    "drift": GROUP,
+    "thresholds": (*GROUP, "option_id"),
+    "risk_coverage": (*GROUP, "threshold"),
+    "selective": GROUP,
+    "evidence": (*GROUP, "policy"),
+    "label_delay": ("decision_type", "week_start", "source"),
+    "latency": ("decision_type", "week_start", "backend", "device", "instance_type"),
+    "cost": ("decision_type", "week_start", "backend", "device", "instance_type", "model_name"),
+    "identities": GROUP,
+    "identity_changes": ("decision_type", "week_start", "candidate", "to_identity_sha256", "field"),
+    "paired": ("decision_type", "week_start", "candidate_a", "model_key_a", "candidate_b", "model_key_b"),
+    "audit_strata": (*GROUP, "stratum"),
+    "correctness": GROUP,
+    "audited_difference": GROUP,
+    "auditor_agreement": ("decision_type", "week_start", "sample_id"),
+    "auditor_disagreements": ("decision_type", "week_start", "sample_id", "decision_id"),
+}
+"""Mart -> the columns that key one row (`tests/pipelines/test_mart_contracts.py` checks each mart)."""

@@ -5,40 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipelines.sqlmodels import mart_names
-from tests.pipelines.harness import Computed, mart
+from tests.pipelines.harness import GRAIN, Computed, mart
 
-GROUP = ("decision_type", "week_start", "model_key")
-GRAIN = {
-    "funnel": ("decision_type", "week_start", "candidate"),
-    "funnel_reasons": ("decision_type", "week_start", "status", "reason"),
-    "confusion": (*GROUP, "outcome", "proposal"),
-    "per_option": (*GROUP, "option_id"),
-    "severe_errors": ("decision_id", "model_key"),
-    "gallery": ("decision_id", "model_key"),
-    "agreement": GROUP,
-    "reliability": (*GROUP, "bin"),
-    "ece_bootstrap": GROUP,
-    "classwise_calibration": (*GROUP, "option_id"),
-    "calibration": GROUP,
-    "drift_confidence": GROUP,
-    "drift_mix": GROUP,
-    "drift": GROUP,
-    "thresholds": (*GROUP, "option_id"),
-    "risk_coverage": (*GROUP, "threshold"),
-    "selective": GROUP,
-    "evidence": (*GROUP, "policy"),
-    "label_delay": ("decision_type", "week_start", "source"),
-    "latency": ("decision_type", "week_start", "backend", "device", "instance_type"),
-    "cost": ("decision_type", "week_start", "backend", "device", "instance_type", "model_name"),
-    "identities": GROUP,
-    "identity_changes": ("decision_type", "week_start", "candidate", "to_identity_sha256", "field"),
-    "paired": ("decision_type", "week_start", "candidate_a", "model_key_a", "candidate_b", "model_key_b"),
-    "audit_strata": (*GROUP, "stratum"),
-    "correctness": GROUP,
-    "audited_difference": GROUP,
-    "auditor_agreement": ("decision_type", "week_start", "sample_id"),
-    "auditor_disagreements": ("decision_type", "week_start", "sample_id", "decision_id"),
-}
 AUDITED = frozenset({"audit_strata", "correctness", "audited_difference", "auditor_agreement",
                      "auditor_disagreements"})
 """Marts with rows only where audits exist: their grain is checked on audited records

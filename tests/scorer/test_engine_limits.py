@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from scorer.errors import PromptTooLong
-from tests.scorer.harness import make_engine
-from tests.scorer.test_engine import CASES, STATE, _request, _score
+from tests.scorer.harness import CASES, STATE, _request, _score, make_engine
 
 if TYPE_CHECKING:
     from pathlib import Path

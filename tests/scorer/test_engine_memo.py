@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from scorer.memo import LogitMemo
-from tests.scorer.harness import make_engine
-from tests.scorer.test_engine import CASES, STATE, _request
+from tests.scorer.harness import CASES, STATE, _request, make_engine
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -20,7 +20,9 @@ import aiohttp
 import pytest
 
 from contracts.records import model_identity
-from tests.scorer.test_server_process import DECISION, free_port, ping_status
+from tests.harness import free_port
+from tests.scorer.harness import PROCESS_DECISION as DECISION
+from tests.scorer.harness import ping_status
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("semif-shadow"))

@@ -14,7 +14,7 @@ from botocore.config import Config
 
 from scorer.engine import Engine
 from scorer.server.app import init_app
-from tests.scorer.test_server import DECISION, ready, settings_for
+from tests.scorer.harness import DECISION, ready, settings_for
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,38 +16,15 @@ from llama_cpp import Llama
 
 from scorer.engine import Engine
 from scorer.server.app import init_app
-from scorer.settings import ScorerSettings
+from tests.scorer.harness import DECISION, ready, settings_for
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from aiohttp.test_utils import TestClient
 
+    from scorer.settings import ScorerSettings
     from tests.typing import ClientFactory
-
-DECISION: dict[str, Any] = {
-    "decision_id": "d-1",
-    "decision_type": "support",
-    "state": "I was charged twice this month.",
-    "question": "Which team should handle this ticket?",
-    "options": [{"id": "billing", "text": "Billing"}, {"id": "tech", "text": "Technical support"}],
-}
-
-
-def settings_for(model_path: Path, **overrides: Any) -> ScorerSettings:
-    """Server settings over the real model, sized for tests."""
-    return ScorerSettings.model_validate(
-        {"model_path": model_path, "n_threads": 2, "n_ctx": 1024, **overrides}
-    )
-
-
-async def ready(client: TestClient) -> None:
-    """Wait until /ping answers 200 (the model loads in the background)."""
-    for _ in range(600):
-        if (await client.get("/ping")).status == 200:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("server never became ready")
 
 
 @pytest.fixture

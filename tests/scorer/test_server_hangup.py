@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from tests.scorer.test_server_process import DECISION, free_port, ping_status, start_server
+from tests.harness import free_port
+from tests.scorer.harness import PROCESS_DECISION as DECISION
+from tests.scorer.harness import ping_status, start_server
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -3,60 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DECISION: dict[str, Any] = {
-    "decision_id": "p-1",
-    "state": "I was charged twice this month.",
-    "question": "Which team should handle this ticket?",
-    "options": ["Billing", "Technical support"],
-}
+from tests.harness import free_port
+from tests.scorer.harness import PROCESS_DECISION as DECISION
+from tests.scorer.harness import ping_status, start_server
 
-
-def free_port() -> int:
-    """A free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(model_path: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """`semif-shadow serve` in a child process, logging to ``log``."""
-    environ = {
-        **os.environ,
-        "SCORER_MODEL_PATH": str(model_path),
-        "SCORER_N_CTX": "1024",
-        "SCORER_N_THREADS": "2",
-        "SCORER_SHUTDOWN_GRACE_S": "20",
-    }
-    with log.open("wb") as out:
-        return subprocess.Popen(  # noqa: S603  (our own console script, fixed arguments)
-            [str(Path(sys.executable).with_name("semif-shadow")), "serve", "--port", str(port)],
-            cwd=ROOT,
-            env=environ,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
-async def ping_status(session: aiohttp.ClientSession, url: str) -> int | None:
-    """/ping's status, or None while nothing listens."""
-    try:
-        async with session.get(f"{url}/ping") as response:
-            return response.status
-    except aiohttp.ClientConnectionError:
-        return None
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 async def test_sigterm_during_model_load_exits_zero(model_path: Path, tmp_path: Path) -> None:

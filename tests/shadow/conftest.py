@@ -1,16 +1,19 @@
-"""Sidecar fixtures: a fault-injecting scorer on loopback, AWS test credentials (helpers: `harness.py`)."""
+"""Sidecar fixtures: a fault scorer on loopback, AWS test credentials, all log lines (helpers: harness.py)."""
 
 from __future__ import annotations
 
+import io
+import logging
 from typing import TYPE_CHECKING
 
 import pytest
 
+from semif_shadow.logs import JsonFormatter
 from tests.shadow.fault_scorer import Faults, fault_app
 from tests.shadow.harness import serve
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
 
 @pytest.fixture
@@ -33,3 +36,24 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def all_logs() -> Iterator[io.StringIO]:
+    """Every log line (DEBUG and up) emitted while the test runs, JSON-formatted (extra fields too).
+
+    The handler is on the root logger from the start, so a sidecar started inside the test installs its
+    scrub filter on it as on any handler of the process.
+    """
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)

@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from shadow.records.settings import RecordSettings
 from shadow.settings import ShadowSettings
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
 
 @contextlib.asynccontextmanager
@@ -171,3 +172,62 @@ async def wait_rows(url: str, n: int, timeout_s: float = 30.0) -> None:
                 return
             await asyncio.sleep(0.1)
     raise AssertionError(f"fewer than {n} rows after {timeout_s} s")
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` until true, at most ``timeout_s`` (no event marks a lane's measurement)."""
+    for _ in range(int(timeout_s / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+BATCH = 1000
+
+
+def batch(prefix: str, n: int = BATCH) -> dict[str, Any]:
+    """One POST body of ``n`` decisions with distinct ids."""
+    return {"decisions": [{"decision_type": "tickets", "decision_id": f"{prefix}-{i}",
+                           "state": {"subject": f"ticket {i}", "email": "a@example.com", "customer_id": i}}
+                          for i in range(n)]}
+
+
+async def offer_batches(url: str, prefixes: list[str], n: int = BATCH) -> dict[str, str | None]:
+    """POST every batch (``n`` decisions each) at once; return each decision's answer (None: queued)."""
+    async with aiohttp.ClientSession() as session:
+        async def post(prefix: str) -> list[dict[str, Any]]:
+            async with session.post(f"{url}/v1/decisions", json=batch(prefix, n)) as resp:
+                assert resp.status == 202, await resp.text()
+                return list((await resp.json())["decisions"])
+        answers = await asyncio.gather(*(post(p) for p in prefixes))
+    return {d["decision_id"]: d["reason"] for ds in answers for d in ds}
+
+
+def accounted(root: Path) -> tuple[Counter[str], Counter[str]]:
+    """Proposals rows per decision id, and decisions counted in ``drops`` per reason."""
+    rows = Counter(r["decision_id"] for r in read_rows(root, "proposals"))
+    drops: Counter[str] = Counter()
+    for r in read_rows(root, "drops"):
+        drops[r["reason"]] += r["dropped"]
+    return rows, drops
+
+
+async def post(url: str, payload: Any, **kwargs: Any) -> tuple[int, Any]:
+    """POST JSON (or raw bytes via ``data=``) and return status and decoded body."""
+    async with aiohttp.ClientSession() as session:
+        if "data" not in kwargs:
+            kwargs["json"] = payload
+        async with session.post(url, **kwargs) as resp:
+            return resp.status, await resp.json()
+
+
+async def offer_and_collect(url: str, ids: list[str], wait_s: float = 0.3) -> None:
+    """Offer decisions, give the workers ``wait_s``."""
+    async with aiohttp.ClientSession() as session:
+        for decision_id in ids:
+            body = {"decision_type": "tickets", "decision_id": decision_id,
+                    "state": {"subject": "My invoice is wrong", "customer_id": 9}}
+            async with session.post(f"{url}/v1/decisions", json=body) as resp:
+                assert resp.status == 202
+    await asyncio.sleep(wait_s)

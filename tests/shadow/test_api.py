@@ -12,19 +12,10 @@ import aiohttp
 import pytest
 
 from semif_shadow.logs import JsonFormatter
-from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.harness import post, read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-async def post(url: str, payload: Any, **kwargs: Any) -> tuple[int, Any]:
-    """POST JSON (or raw bytes via ``data=``) and return status and decoded body."""
-    async with aiohttp.ClientSession() as session:
-        if "data" not in kwargs:
-            kwargs["json"] = payload
-        async with session.post(url, **kwargs) as resp:
-            return resp.status, await resp.json()
 
 
 async def test_decisions_batch_and_outcomes_are_recorded(scorer_url: str, tmp_path: Path) -> None:

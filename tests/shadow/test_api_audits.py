@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from contracts.records import NONE_OF_THESE
-from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.test_api import post
+from tests.shadow.harness import post, read_rows, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path

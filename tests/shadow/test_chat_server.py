@@ -24,6 +24,7 @@ from shadow.backends.chat_logprobs import option_distribution
 from tests.harness import free_port
 from tests.shadow.harness import (
     TICKET_OPTIONS,
+    offer_and_collect,
     rows_by_id,
     running_sidecar,
     settings_for,
@@ -31,7 +32,6 @@ from tests.shadow.harness import (
     wait_rows,
     write_catalog,
 )
-from tests.shadow.test_backends import offer_and_collect
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

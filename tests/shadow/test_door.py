@@ -15,23 +15,22 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from shadow.keys import BODY_BUDGET, METRICS, MIRROR
-from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.test_overload import accounted, batch, offer_batches
+from tests.shadow.harness import (
+    accounted,
+    batch,
+    offer_batches,
+    read_rows,
+    running_sidecar,
+    settings_for,
+    ticket_type,
+    until,
+    write_catalog,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
     from tests.shadow.fault_scorer import Faults
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    """Poll ``condition`` until true, at most ``timeout_s`` (no event marks a lane's measurement)."""
-    for _ in range(int(timeout_s / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def test_a_slow_scorer_sheds_at_the_door_instead_of_queueing_past_the_deadline(

@@ -17,10 +17,10 @@ from tests.shadow.harness import (
     running_sidecar,
     settings_for,
     ticket_type,
+    until,
     wait_rows,
     write_catalog,
 )
-from tests.shadow.test_door import until
 
 if TYPE_CHECKING:
     from pathlib import Path

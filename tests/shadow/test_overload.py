@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 
@@ -24,6 +24,10 @@ from shadow.keys import METRICS, MIRROR, RECORDER
 from shadow.records.store import RecordStore
 from tests.harness import free_port
 from tests.shadow.harness import (
+    BATCH,
+    accounted,
+    batch,
+    offer_batches,
     read_rows,
     running_sidecar,
     settings_for,
@@ -40,38 +44,10 @@ if TYPE_CHECKING:
     from tests.shadow.fault_scorer import Faults
 
 MIB = 1024 * 1024
-BATCH = 1000
 SMALL = {"queue_max_items": 200, "queue_max_bytes": 64 * 1024, "record_backlog": 100,
          "record_backlog_bytes": MIB, "workers": 2}
 BYTES_BIND = {**SMALL, "record_backlog": 5000, "queue_max_items": 5000, "queue_max_bytes": 4 * MIB}
 """The backlog's 1 MiB binds before its item limit (a row counts at least ``ROW_OVERHEAD`` bytes)."""
-
-
-def batch(prefix: str, n: int = BATCH) -> dict[str, Any]:
-    """One POST body of ``n`` decisions with distinct ids."""
-    return {"decisions": [{"decision_type": "tickets", "decision_id": f"{prefix}-{i}",
-                           "state": {"subject": f"ticket {i}", "email": "a@example.com", "customer_id": i}}
-                          for i in range(n)]}
-
-
-async def offer_batches(url: str, prefixes: list[str], n: int = BATCH) -> dict[str, str | None]:
-    """POST every batch (``n`` decisions each) at once; return each decision's answer (None: queued)."""
-    async with aiohttp.ClientSession() as session:
-        async def post(prefix: str) -> list[dict[str, Any]]:
-            async with session.post(f"{url}/v1/decisions", json=batch(prefix, n)) as resp:
-                assert resp.status == 202, await resp.text()
-                return list((await resp.json())["decisions"])
-        answers = await asyncio.gather(*(post(p) for p in prefixes))
-    return {d["decision_id"]: d["reason"] for ds in answers for d in ds}
-
-
-def accounted(root: Path) -> tuple[Counter[str], Counter[str]]:
-    """Proposals rows per decision id, and decisions counted in ``drops`` per reason."""
-    rows = Counter(r["decision_id"] for r in read_rows(root, "proposals"))
-    drops: Counter[str] = Counter()
-    for r in read_rows(root, "drops"):
-        drops[r["reason"]] += r["dropped"]
-    return rows, drops
 
 
 async def test_overloaded_sidecar_accounts_for_every_decision_within_its_byte_bounds(

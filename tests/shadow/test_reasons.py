@@ -10,13 +10,13 @@ import pytest
 
 from shadow.records.settings import RecordSettings
 from tests.shadow.harness import (
+    offer_and_collect,
     rows_by_id,
     running_sidecar,
     settings_for,
     ticket_type,
     write_catalog,
 )
-from tests.shadow.test_backends import offer_and_collect
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,7 +38,6 @@ async def test_scorer_answers_map_to_their_reason(mode: str, reason: str, attemp
     row = rows_by_id(tmp_path)["t-1"]
     assert (row["status"], row["reason"], row["attempts"]) == ("error", reason, attempts)
     assert faults.calls == attempts
-
 
 
 async def test_a_decision_queued_past_its_deadline_is_a_deadline_row(faults: Faults, scorer_url: str,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING
 
-from tests.shadow.harness import running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.test_api import post
+from tests.shadow.harness import post, running_sidecar, settings_for, ticket_type, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path

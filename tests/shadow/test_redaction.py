@@ -6,14 +6,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
-import io
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from semif_shadow.logs import JsonFormatter
 from shadow.records.settings import RecordSettings
 from shadow.records.store import RecordStore
 from shadow.redaction import HASH_PREFIX, Redactor, ScrubFilter
@@ -22,7 +20,7 @@ from tests.harness import every_byte
 from .records.factories import BASE_US, OPTIONS, outcome_row, proposal_row
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    import io
     from pathlib import Path
 
 KEY = b"catalog-secret"
@@ -81,29 +79,6 @@ def test_scrub_masks_field_values_and_values_seen_by_apply() -> None:
     assert CARD not in scrubbed
     assert CONTROL in scrubbed
     assert '"tier": "gold"' in scrubbed
-
-
-@pytest.fixture
-def all_logs() -> Iterator[io.StringIO]:
-    """Every log line (DEBUG and up) emitted while the test runs, JSON-formatted (extra fields too).
-
-    The handler is on the root logger from the start, so a sidecar started inside the test installs its
-    scrub filter on it as on any handler of the process.
-    """
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
-        yield stream
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-
-
 
 
 async def test_a_redacted_marker_reaches_no_file_and_no_log(tmp_path: Path, all_logs: io.StringIO) -> None:

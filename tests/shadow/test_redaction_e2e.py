@@ -23,7 +23,6 @@ from aiohttp import web
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.records.settings import RecordSettings
 from tests.harness import every_byte
-from tests.shadow import test_redaction
 from tests.shadow.fault_scorer import Faults, fault_app
 from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, wait_rows, write_catalog
 from tests.shadow.upstream import upstream_app
@@ -37,7 +36,6 @@ EMAIL = "MARKER-EMAIL-41c7@example.com"  # in a removed field
 CARD = "MARKER-CARD-4111-8e0d"  # in a hashed field
 CONTROL = "CONTROL-SUBJECT-9b2f"  # in a kept field
 SPOOL_TIMEOUT_S = 30.0
-all_logs = test_redaction.all_logs  # the fixture: every log line at DEBUG, JSON-formatted
 
 
 def _state(n: int) -> dict[str, Any]:
@@ -57,8 +55,6 @@ def _recording_scorer(faults: Faults, received: list[bytes]) -> web.Application:
     app = fault_app(faults)
     app.middlewares.append(record)
     return app
-
-
 
 
 async def _journaled(spool: Path, n: int) -> bytes:

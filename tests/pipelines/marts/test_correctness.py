@@ -30,8 +30,7 @@ from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from tests.pipelines.correctness_reference import paired_difference, stratified_mean, units
-from tests.pipelines.harness import run_window
-from tests.pipelines.test_mart_contracts import GRAIN
+from tests.pipelines.harness import GRAIN, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -239,7 +238,7 @@ def test_auditor_agreement_equals_scikit_learn_and_lists_the_disagreements(trial
 
 
 def test_the_audit_marts_keep_their_grain_and_shares(trial: Trial) -> None:
-    """One row per grain key (``test_mart_contracts.GRAIN``), no null key, every share and bound in [0, 1].
+    """One row per grain key (``harness.GRAIN``), no null key, every share and bound in [0, 1].
 
     Kappa lies in [-1, 1]; low <= estimate <= high wherever there is an estimate.
     """

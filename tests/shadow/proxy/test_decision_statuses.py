@@ -19,8 +19,15 @@ from aiohttp import web
 
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.keys import METRICS
-from tests.shadow.harness import read_rows, running_sidecar, serve, settings_for, ticket_type, write_catalog
-from tests.shadow.test_door import until
+from tests.shadow.harness import (
+    read_rows,
+    running_sidecar,
+    serve,
+    settings_for,
+    ticket_type,
+    until,
+    write_catalog,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path

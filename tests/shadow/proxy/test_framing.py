@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shadow.proxy.framing import Framer, Message
+from tests.shadow.proxy.harness import SMUGGLING
 
 REQUESTS = (b"POST /route?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
             b"GET /plain HTTP/1.1\r\nHost: a\r\n\r\n"
@@ -74,47 +75,6 @@ def test_upgrades_and_connect_turn_framing_off() -> None:
                         b"\x81\x85")
     assert [m.start[1] for m in done] == ["/ws"]
     assert request.off == "upgrade"
-
-
-CHUNKED = b"PUT / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: chunked\r\n\r\n"
-SMUGGLING = {
-    # a bare LF ends a line for nginx and Werkzeug: the framer must not merge two requests into one
-    "bare_lf": b"POST /route HTTP/1.1\nHost: u\nContent-Type: application/json\nContent-Length: 2\n\n{}"
-               b"POST /route HTTP/1.1\r\nHost: u\r\nContent-Length: 2\r\n\r\n{}",
-    "bare_lf_hides_length": b"POST /route HTTP/1.1\r\nHost: u\r\nX-A: b\nContent-Length: 9\r\n\r\n",
-    "bare_cr": b"POST /route HTTP/1.1\r\nHost: u\rContent-Length: 3\r\n\r\nabc",
-    "lower_case_method": b"post /route HTTP/1.1\r\nHost: u\r\n\r\n",
-    "unknown_method": b"FOO /route HTTP/1.1\r\nHost: u\r\n\r\n",
-    "header_name_not_a_token": b"POST /route HTTP/1.1\r\nHost: u\r\nX(a): 1\r\n\r\n",
-    "space_before_colon": b"POST /route HTTP/1.1\r\nHost: u\r\nContent-Length : 3\r\n\r\nabc",
-    "obs_fold": b"POST /route HTTP/1.1\r\nHost: u\r\nX-A: 1\r\n Content-Length: 3\r\n\r\nabc",
-    "length_not_digits": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: ten\r\n\r\n",
-    "length_plus": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: +3\r\n\r\nabc",
-    "length_too_long": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 9999999999999999\r\n\r\n",
-    "duplicate_length": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
-    "conflicting_length": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-    "te_gzip": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: gzip\r\n\r\n",
-    "te_list": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
-    "te_odd": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: xchunked\r\n\r\n",
-    "te_twice": b"POST / HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: chunked\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-    "length_and_te": b"POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     b"0\r\n\r\n",
-    "chunk_size_0x": CHUNKED + b"0x3\r\nabc\r\n0\r\n\r\n",
-    "chunk_size_plus": CHUNKED + b"+3\r\nabc\r\n0\r\n\r\n",
-    "chunk_size_space": CHUNKED + b"3 \r\nabc\r\n0\r\n\r\n",
-    "chunk_size_too_long": CHUNKED + b""
-                           b"10000000000000003\r\nabc\r\n0\r\n\r\n",
-    "chunk_size_not_hex": CHUNKED + b"zz\r\n",
-    "chunk_line_bare_lf": CHUNKED + b"3\nabc\r\n0\r\n\r\n",
-    "no_colon": b"POST / HTTP/1.1\r\nHost: u\r\n no-colon-here\r\n\r\n",
-    "no_host": b"GET / HTTP/1.1\r\n\r\n",
-    "two_hosts": b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-    "empty_line_first": b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
-    "version_2": b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
-    "garbage": b"GARBAGE\r\n\r\n",
-    "odd_target_form": b"POST h:ttp://h/x HTTP/1.1\r\nHost: u\r\nContent-Length: 0\r\n\r\n",  # fuzz found
-}
 
 
 @pytest.mark.parametrize("name", sorted(SMUGGLING))

@@ -8,13 +8,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.shadow.proxy.harness import SMUGGLING, VALID
 from tests.shadow.proxy.parsers import disagreement, framer_reading, streams
-from tests.shadow.proxy.test_framing import SMUGGLING
-
-VALID = (b"POST /route HTTP/1.1\r\nHost: u\r\nContent-Length: 2\r\n\r\n{}"
-         b"PUT /a?b=1 HTTP/1.1\r\nHost: u\r\nTransfer-Encoding: chunked\r\n\r\n"
-         b"2;a=b\r\nhi\r\n0\r\nX-T: 1\r\n\r\n"
-         b"GET / HTTP/1.1\r\nHost: u\r\n\r\n")
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,9 +18,8 @@ from aiohttp import web
 
 from tests.harness import free_port
 from tests.shadow.harness import serve
+from tests.shadow.proxy.harness import SMUGGLING, VALID
 from tests.shadow.proxy.parsers import framer_reading
-from tests.shadow.proxy.test_framing import SMUGGLING
-from tests.shadow.proxy.test_framing_differential import VALID
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

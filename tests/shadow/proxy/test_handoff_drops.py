@@ -9,64 +9,16 @@ loop runs again, the relay's counters tell the sidecar how many, per route.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import http.client
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 from shadow.intake.supervisor import ProxyProcess
 from shadow.keys import METRICS
 from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
+from tests.shadow.proxy.harness import N, claimed_client, threaded_upstream
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-N = 60
-STATE_BYTES = 20_000
-
-
-class _Upstream(BaseHTTPRequestHandler):
-    """Answers every ``POST /route`` at once with a team (an outcome that is one of the options)."""
-
-    def do_POST(self) -> None:
-        """Read the body, answer 200."""
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = b'{"team": "billing"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: object) -> None:
-        """Quiet."""
-
-
-@contextlib.contextmanager
-def threaded_upstream() -> Iterator[str]:
-    """`_Upstream` served from a thread (it answers while the sidecar's loop is blocked); its URL."""
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{upstream.server_port}"
-    finally:
-        upstream.shutdown()
-        upstream.server_close()
-
-
-def claimed_client(port: int, statuses: list[int]) -> None:
-    """``N`` claimed requests of ``STATE_BYTES`` in turn on one connection; their statuses."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    for i in range(N):
-        body = json.dumps({"ticket_id": f"h-{i}", "ticket": {"subject": "x" * STATE_BYTES}})
-        conn.request("POST", "/route", body, {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        response.read()
-        statuses.append(response.status)
-    conn.close()
 
 
 async def test_handoff_full_exchanges_are_counted_in_drops(scorer_url: str, tmp_path: Path) -> None:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import logging
 import os
-import random
 import signal
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +13,7 @@ import aiohttp
 import pytest
 
 from shadow.errors import ShadowError
-from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
+from shadow.intake.supervisor import ProxyProcess, running_proxy
 from shadow.keys import METRICS
 from shadow.proxy.relay import Upstream
 from tests.harness import free_port
@@ -28,62 +25,20 @@ from tests.shadow.harness import (
     ticket_type,
     write_catalog,
 )
+from tests.shadow.proxy.harness import (
+    REQUESTS,
+    fetch,
+    proxy_stack,
+    raw_exchange,
+    route_request,
+    without_dates,
+)
 from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
     from tests.shadow.fault_scorer import Faults
-
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding"}
-BIG_REQUEST = random.Random(3).randbytes(2 * 1024 * 1024)  # noqa: S311  (test data, not secrets)
-
-REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
-    ("POST", "/route", {"json": {"ticket_id": "t-1",
-                                 "ticket": {"subject": "charged twice", "email": "x@y"}}}),
-    ("POST", "/route", {"json": {"ticket_id": "t-2", "ticket": {"subject": "app crash"}}}),
-    ("GET", "/error", {}),
-    ("GET", "/teapot", {}),
-    ("GET", "/large", {}),
-    ("GET", "/stream", {}),
-    ("GET", "/gzip", {"headers": {"Accept-Encoding": "gzip"}}),
-    ("GET", "/nowhere?x=1&y=%20z", {}),
-    ("HEAD", "/large", {}),
-    ("GET", "/empty", {}),
-    ("GET", "/empty", {"headers": {"If-None-Match": '"v1"'}}),
-    ("PUT", "/echo?a=1&a=2", {"data": b"small body", "headers": {"X-Trace": "abc", "X-Multi": "1"}}),
-    ("POST", "/echo", {"data": BIG_REQUEST, "headers": {"Content-Type": "application/octet-stream"}}),
-]
-
-
-async def fetch(session: aiohttp.ClientSession, base: str, method: str, path: str,
-                kwargs: dict[str, Any]) -> tuple[int, str, list[tuple[str, str]], bytes]:
-    """Status, reason, end-to-end headers (in order) and raw body bytes."""
-    if isinstance(kwargs.get("data"), bytes) and len(kwargs["data"]) > 1024 * 1024:
-        kwargs = {**kwargs, "data": io.BytesIO(kwargs["data"])}  # aiohttp warns on large raw bytes
-    async with session.request(method, base + path, **kwargs) as resp:
-        body = await resp.read()
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers
-                   if k.decode("latin-1").lower() not in HOP_BY_HOP]
-        return resp.status, resp.reason or "", headers, body
-
-
-@contextlib.asynccontextmanager
-async def proxy_stack(tmp_path: Path, scorer_endpoint: str, mode: str = "process", **overrides: Any
-                      ) -> AsyncIterator[tuple[str, str, str]]:
-    """Upstream, sidecar API and proxy, all running; yields (upstream URL, proxy URL, API URL).
-
-    ``mode`` "process": the relay in its own process (the default in production); "in_process": on the
-    sidecar's loop.
-    """
-    async with serve(upstream_app()) as upstream:
-        catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_endpoint)})
-        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0, **overrides)
-        async with running_sidecar(settings) as (api, core):
-            run = running_proxy_process if mode == "process" else running_proxy
-            async with run(settings, core) as url:
-                yield upstream, url, api
 
 
 @pytest.mark.parametrize("mode", ["process", "in_process"])
@@ -149,32 +104,6 @@ async def test_proxy_mirror_failure_never_reaches_the_response(scorer_url: str, 
     assert counted in text
 
 
-
-async def raw_exchange(url: str, data: bytes, until: bytes, timeout_s: float = 5.0) -> bytes:
-    """Send raw bytes on one connection; read until ``until`` has been seen (or the peer closes)."""
-    host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(data)
-    got = b""
-    try:
-        async with asyncio.timeout(timeout_s):
-            while until not in got:
-                chunk = await reader.read(65536)
-                if not chunk:
-                    break
-                got += chunk
-    finally:
-        writer.close()
-    return got
-
-
-def route_request(ticket_id: str, subject: str) -> bytes:
-    """One raw POST /route with a JSON body."""
-    body = json.dumps({"ticket_id": ticket_id, "ticket": {"subject": subject}}).encode()
-    return (b"POST /route HTTP/1.1\r\nHost: prod\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-
-
 @pytest.mark.parametrize("mode", ["process", "in_process"])
 async def test_proxy_tunnels_websockets(mode: str, scorer_url: str, tmp_path: Path) -> None:
     """An upgraded connection (WebSocket) passes through both ways; nothing is mirrored from it."""
@@ -198,7 +127,7 @@ async def test_proxy_pipelined_requests_are_answered_in_order_and_mirrored(
         direct = await raw_exchange(upstream, pipeline, b'"t-p2"')
         proxied = await raw_exchange(proxy, pipeline, b'"t-p2"')
     assert proxied.count(b"HTTP/1.1 200") == direct.count(b"HTTP/1.1 200") == 4
-    assert _without_dates(proxied) == _without_dates(direct)
+    assert without_dates(proxied) == without_dates(direct)
     outcomes = {r["decision_id"]: r["outcome"] for r in read_rows(tmp_path / "records", "outcomes")}
     assert outcomes == {"t-p1": "billing", "t-c": "technical", "t-p2": "billing"}
 
@@ -228,11 +157,6 @@ async def test_proxy_records_an_outcome_outside_the_options(scorer_url: str, tmp
     assert outcomes == {"t-o1": ("billing", False), "t-o2": ("technical", True)}
     rows = read_rows(tmp_path / "records", "proposals")
     assert sorted((r["decision_id"], r["status"]) for r in rows) == [("t-o1", "scored"), ("t-o2", "scored")]
-
-
-def _without_dates(raw: bytes) -> bytes:
-    """Drop Date headers: the upstream stamps its own on some answers; everything else must match."""
-    return b"\r\n".join(line for line in raw.split(b"\r\n") if not line.startswith(b"Date: "))
 
 
 async def test_proxy_answers_504_when_upstream_goes_silent(scorer_url: str, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from tests.shadow.harness import running_sidecar, serve, settings_for, ticket_type, write_catalog
-from tests.shadow.proxy.test_proxy import REQUESTS, _without_dates
+from tests.shadow.proxy.harness import REQUESTS, without_dates
 from tests.shadow.upstream import upstream_app
 
 if TYPE_CHECKING:
@@ -144,5 +144,5 @@ async def test_every_request_crosses_the_proxy_byte_for_byte(mode: str, scorer_u
                         assert bytes(seen.sent_up) == sent, f"{where}: the upstream got other bytes"
                         assert proxied == bytes(seen.sent_down), f"{where}: the client got other bytes"
                         # byte for byte but the Date an error page is stamped with (a second may pass)
-                        assert _without_dates(proxied) == _without_dates(direct), f"{where}: differs"
+                        assert without_dates(proxied) == without_dates(direct), f"{where}: differs"
                         assert proxied.count(b"HTTP/1.1 ") == 2, where  # the answer, then the closer's

@@ -16,7 +16,7 @@ import pytest
 
 from shadow.intake.supervisor import running_proxy, running_proxy_process
 from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange
+from tests.shadow.proxy.harness import proxy_stack, raw_exchange
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,8 +15,7 @@ import aiohttp
 import pytest
 
 from tests.shadow.harness import read_rows
-from tests.shadow.proxy.test_proxy import proxy_stack, raw_exchange, route_request
-from tests.shadow.proxy.test_relay_process import relay_stack
+from tests.shadow.proxy.harness import proxy_stack, raw_exchange, relay_stack, route_request
 
 
 def _host_port(url: str) -> tuple[str, int]:

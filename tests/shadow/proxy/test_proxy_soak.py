@@ -18,7 +18,7 @@ import pytest
 
 from tests.shadow.harness import read_rows
 from tests.shadow.proxy.attacks import ATTACKS, under_attack
-from tests.shadow.proxy.test_proxy import proxy_stack
+from tests.shadow.proxy.harness import proxy_stack
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -26,7 +26,7 @@ from shadow.intake.supervisor import running_proxy, running_proxy_process
 from shadow.keys import METRICS
 from shadow.proxy.relay import ProxyConfig, ProxyServer, Upstream
 from tests.shadow.harness import read_rows, running_sidecar, settings_for, ticket_type, write_catalog
-from tests.shadow.proxy.test_handoff_drops import N, claimed_client, threaded_upstream
+from tests.shadow.proxy.harness import N, claimed_client, threaded_upstream
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from shadow.intake.supervisor import ProxyProcess
-from tests.shadow.harness import read_rows, running_sidecar, serve, settings_for, ticket_type, write_catalog
-from tests.shadow.proxy.test_proxy import REQUESTS, fetch
-from tests.shadow.upstream import upstream_app
+from tests.shadow.harness import read_rows
+from tests.shadow.proxy.harness import REQUESTS, fetch, relay_stack
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
 
     import pytest
 
@@ -23,22 +19,6 @@ ALLOWED = {"shadow", "shadow.errors", "shadow.proxy", "shadow.proxy.framing", "s
            "shadow.proxy.relay", "shadow.proxy.channel", "shadow.proxy.main", "contracts", "contracts.errors",
            "contracts.tasks"}
 """Every project module the relay may load: framing, the relay, the channel, the error trees, stop_tasks."""
-
-
-@contextlib.asynccontextmanager
-async def relay_stack(tmp_path: Path, scorer_url: str, python_flags: tuple[str, ...] = ()
-                      ) -> AsyncIterator[tuple[str, ProxyProcess]]:
-    """Upstream, sidecar and a relay process started with ``python_flags``; yields (proxy URL, process)."""
-    async with serve(upstream_app()) as upstream:
-        catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
-        settings = settings_for(tmp_path, catalog, upstream_url=upstream, proxy_port=0)
-        async with running_sidecar(settings) as (_api, core):
-            proxy = ProxyProcess(settings, core, python_flags)
-            url = await proxy.start()
-            try:
-                yield url, proxy
-            finally:
-                await proxy.stop()
 
 
 async def test_the_relay_process_loads_only_framing_the_channel_and_errors(

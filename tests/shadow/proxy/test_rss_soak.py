@@ -32,8 +32,7 @@ import aiohttp
 import pytest
 
 from tests.harness import free_port
-from tests.shadow.harness import settings_for, sidecar_subprocess, ticket_type, write_catalog
-from tests.shadow.test_door import until
+from tests.shadow.harness import settings_for, sidecar_subprocess, ticket_type, until, write_catalog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
