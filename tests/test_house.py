@@ -63,6 +63,20 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _imported_names(package: str, node: ast.AST) -> list[str]:
+    """What an import statement in ``package`` may import, absolute: ``from a import b`` gives a, a.b."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        up = ".".join(parts[: len(parts) - node.level + 1])
+        base = f"{up}.{base}" if base else up
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
 def _module_imports(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of ``known`` that module ``name`` (at ``path``) imports, relative imports resolved.
 
@@ -72,18 +86,7 @@ def _module_imports(name: str, path: Path, known: set[str]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                up = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{up}.{base}" if base else up
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for imported in names:
+        for imported in _imported_names(package, node):
             module = imported
             while module and module not in known:
                 module = module.rpartition(".")[0]
@@ -235,3 +238,43 @@ def test_the_import_checker_sees_a_broken_rule(tmp_path: Path) -> None:
     planted.write_text("def f():\n    from shadow.records.store import RecordStore\n    return RecordStore\n")
     assert (2, "shadow.records.store") in _imports(planted)
     assert "shadow" in FORBIDDEN["pipelines"]
+
+
+
+def imports_of_test_modules(tests: Path) -> list[str]:
+    """``path:line imports tests.x.test_y`` for each import of a ``test_*`` module under ``tests``."""
+    paths = {_module_name(tests.parent, path): path for path in sorted(tests.rglob("*.py"))}
+    found = []
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found += [f"{path.relative_to(tests.parent)}:{node.lineno} imports {imported}"
+                      for imported in _imported_names(package, node)
+                      if imported in paths and imported.rpartition(".")[2].startswith("test_")]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """Tests share helpers through ``harness.py`` modules and fixtures through ``conftest.py`` only.
+
+    A test module is collected, never imported: what it defines stays its own, so an edit to one test
+    file cannot break another, and no test or fixture is pulled into a second module.
+    """
+    assert imports_of_test_modules(ROOT / "tests") == [], "move what they share into the package's harness.py"
+
+
+def test_the_test_import_check_sees_planted_imports(tmp_path: Path) -> None:
+    """An absolute, a relative and a module import of a test module are found; a harness import is not."""
+    pkg = tmp_path / "tests" / "a"
+    pkg.mkdir(parents=True)
+    for init in (tmp_path / "tests" / "__init__.py", pkg / "__init__.py"):
+        init.write_text("")
+    (pkg / "harness.py").write_text("def h():\n    return 1\n")
+    (pkg / "test_x.py").write_text("from tests.a.harness import h\n")
+    (pkg / "test_y.py").write_text("from tests.a.test_x import h\n")
+    (pkg / "test_z.py").write_text("from . import test_x\n\n\ndef f():\n    import tests.a.test_y\n")
+    assert imports_of_test_modules(tmp_path / "tests") == [
+        "tests/a/test_y.py:1 imports tests.a.test_x",
+        "tests/a/test_z.py:1 imports tests.a.test_x",
+        "tests/a/test_z.py:5 imports tests.a.test_y",
+    ]

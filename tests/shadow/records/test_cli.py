@@ -14,9 +14,9 @@ from shadow.records.cli import records
 from shadow.records.inspect import spool_stats
 from shadow.records.segment_files import list_segments
 from shadow.records.store import RecordStore, _lock_spool
+from tests.shadow.records.harness import crashed_journal
 
 from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
-from .test_recovery import _crashed_journal
 
 if TYPE_CHECKING:
     import pytest
@@ -70,7 +70,7 @@ async def test_compact_and_stats_from_the_command_line(local_settings: RecordSet
 
 def test_recover_publishes_a_dead_sidecars_journal(local_settings: RecordSettings) -> None:
     """`recover` turns a crashed journal into Parquet; it refuses while a store holds the spool lock."""
-    _crashed_journal(local_settings)
+    crashed_journal(local_settings)
     args = ["records", "recover", "--spool-dir", str(local_settings.spool_dir), "--root", local_settings.root,
             "--writer-id", "w1"]
     runner = CliRunner()

@@ -12,30 +12,14 @@ from shadow.records import recovery
 from shadow.records.layout import open_dataset
 from shadow.records.parquet import publish_segment
 from shadow.records.rows import normalize
-from shadow.records.segment_files import ACCEPT, OUTCOME, PROPOSAL, SegmentFile, encode, list_segments
+from shadow.records.segment_files import PROPOSAL, SegmentFile, encode, list_segments
 from shadow.records.store import RecordStore
+from tests.shadow.records.harness import accept, crashed_journal
 
-from .factories import BASE_US, OPTIONS, outcome_row, proposal_row
+from .factories import OPTIONS, proposal_row
 
 if TYPE_CHECKING:
     from shadow.records.settings import RecordSettings
-
-
-def _accept(decision_id: str, **extra: str) -> bytes:
-    return encode(ACCEPT, {"decision_id": decision_id, "decision_type": "route", "received_at": BASE_US,
-                           "option_ids": OPTIONS, **extra})
-
-
-def _crashed_journal(settings: RecordSettings) -> None:
-    """Two segments as a killed sidecar leaves them: the second ends in half a frame."""
-    first = SegmentFile(settings.journal_dir, 100)
-    first.write(_accept("x") + encode(PROPOSAL, normalize("proposals", proposal_row("x"), "w1"))
-                + _accept("y") + encode(OUTCOME, normalize("outcomes", outcome_row("x"), "w1")))
-    first.close()
-    second = SegmentFile(settings.journal_dir, 200)
-    torn = encode(PROPOSAL, normalize("proposals", proposal_row("y"), "w1"))
-    second.write(_accept("y") + _accept("z") + torn[: len(torn) // 2])
-    second.close()
 
 
 def _proposals(settings: RecordSettings) -> dict[str, tuple[str, str | None]]:
@@ -48,7 +32,7 @@ def _proposals(settings: RecordSettings) -> dict[str, tuple[str, str | None]]:
 def test_recovery_publishes_the_journal_and_marks_in_flight_decisions_lost(
         local_settings: RecordSettings) -> None:
     """Accepted-but-unproposed decisions (even one whose proposal was torn) become lost/crash_recovery."""
-    _crashed_journal(local_settings)
+    crashed_journal(local_settings)
     report = recovery.recover(local_settings)
     assert (report.torn_records, report.lost, report.segments) == (1, 2, 3)
     assert report.torn_bytes > 0
@@ -67,7 +51,7 @@ def test_recovery_leaves_one_lost_row_per_candidate_still_owed(local_settings: R
     """
     segment = SegmentFile(local_settings.journal_dir, 100)
     champion = normalize("proposals", proposal_row("x", candidate="default"), "w1")
-    segment.write(_accept("x") + _accept("x", candidate="gpu_q8") + encode(PROPOSAL, champion))
+    segment.write(accept("x") + accept("x", candidate="gpu_q8") + encode(PROPOSAL, champion))
     segment.close()
     assert recovery.recover(local_settings).lost == 1
     rows = open_dataset(local_settings, "proposals").to_table().to_pylist()
@@ -80,7 +64,7 @@ def test_a_crash_during_recovery_writes_nothing_twice(local_settings: RecordSett
 
     Killed after journaling its lost rows, and after publishing a segment without removing it.
     """
-    _crashed_journal(local_settings)
+    crashed_journal(local_settings)
     pending, _, _ = recovery.pending_accepts(list_segments(local_settings.journal_dir))
     recovery._journal_lost(local_settings, pending, recovery.CRASH_RECOVERY)  # ...then killed
     first = list_segments(local_settings.journal_dir)[0]
@@ -93,7 +77,7 @@ def test_a_crash_during_recovery_writes_nothing_twice(local_settings: RecordSett
 
 def test_publishing_a_segment_twice_rewrites_the_same_files(local_settings: RecordSettings) -> None:
     """Re-publishing (after a crash between rename and segment removal) overwrites, never duplicates."""
-    _crashed_journal(local_settings)
+    crashed_journal(local_settings)
     segment = list_segments(local_settings.journal_dir)[0]
     first = publish_segment(segment, local_settings.local_root(), "w1")
     second = publish_segment(segment, local_settings.local_root(), "w1")
@@ -103,7 +87,7 @@ def test_publishing_a_segment_twice_rewrites_the_same_files(local_settings: Reco
 
 async def test_the_store_recovers_on_start(local_settings: RecordSettings) -> None:
     """Entering the store runs recovery first; its report is in the store's stats."""
-    _crashed_journal(local_settings)
+    crashed_journal(local_settings)
     async with RecordStore(local_settings) as store:
         assert store.stats.recovery["lost"] == 2
         assert store.stats.recovery["torn_records"] == 1
