@@ -102,8 +102,9 @@ def week_bounds(week: str) -> tuple[dt.datetime, dt.datetime]:
 def population(root: Root, week: str, decision_type: str) -> pa.Table:
     """The week's labelled decisions of ``decision_type``: ``decision_id`` and ``disagree``, by id."""
     start, end = week_bounds(week)
-    proposals, _ = list_files(root, "proposals", start.date(), (end - dt.timedelta(days=1)).date())
-    outcomes, _ = list_files(root, "outcomes", start.date(), dt.datetime.now(dt.UTC).date())
+    last = (end - dt.timedelta(days=1)).date()
+    proposals, _ = list_files(root, "proposals", start.date(), last, decision_type)
+    outcomes, _ = list_files(root, "outcomes", start.date(), dt.datetime.now(dt.UTC).date(), decision_type)
     files = WindowFiles(root, {decision_type: proposals.get(decision_type, [])},
                         {decision_type: outcomes.get(decision_type, [])})
     files.check()

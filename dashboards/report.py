@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from dashboards import charts, gallery
 from dashboards.config import rules_applied
-from dashboards.marts import CANDIDATE, Marts, identity_of
+from dashboards.marts import CANDIDATE, Marts, identity_of, row_of
 from dashboards.names import base_name, described, readable
 from dashboards.screen import banner, markup, trust
 from dashboards.screen.scorecard import adjust, representative, scorecards
@@ -186,7 +186,10 @@ def _lines(
             for k, v in sorted(verdicts.items())
             if k != key and base_name(k) == name
         )
-        lines.append(dataclasses.replace(line, others=others))
+        audited = marts.of_week_if_built("audited_difference")
+        row = None if audited is None or audited.empty else row_of(audited, decision_type, key)
+        lines.append(dataclasses.replace(
+            line, others=others, audited=banner.audited_sentence(None if row is None else row.to_dict())))
     return lines
 
 

@@ -64,13 +64,18 @@ def _children(root: Root, path: str, prefix: str) -> list[tuple[str, str]]:
 
 
 def list_files(
-    root: Root, dataset: str, first: dt.date, last: dt.date
+    root: Root, dataset: str, first: dt.date, last: dt.date, only: str | None = None
 ) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Complete Parquet files of ``dataset`` in ``date=`` partitions ``first..last``, and bytes, by type."""
+    """Complete Parquet files of ``dataset`` in ``date=`` partitions ``first..last``, and bytes, by type.
+
+    ``only``: list that decision type's folder alone (the others are not listed at all).
+    """
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     lo, hi = first.isoformat(), last.isoformat()
-    for decision_type, type_dir in _children(root, root.join(dataset), "decision_type="):
+    types = (_children(root, root.join(dataset), "decision_type=") if only is None
+             else [(only, root.join(dataset, f"decision_type={only}"))])
+    for decision_type, type_dir in types:
         for date, date_dir in _children(root, type_dir, "date="):
             if lo <= date <= hi:
                 infos = sorted(

@@ -12,6 +12,7 @@ label count or the precision bound, whichever needs more labels.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,30 @@ class Line:
     eta: str
     others: tuple[tuple[str, str], ...] = ()
     """The candidate's other identities this week: ``(readable name, verdict)`` (judged apart)."""
+    audited: str = ""
+    """The baseline where the week has audits: the candidate's and production's audited correctness on the
+    same decisions and their difference with its interval (``audited_sentence``); empty without."""
+
+
+def audited_sentence(row: dict[str, object] | None) -> str:
+    """``audited_difference``'s row as a sentence: both sides' correctness and the difference, or ``""``."""
+    if row is None or any(_absent(row.get(c)) for c in ("diff", "diff_low", "diff_high")):
+        return ""
+
+    number = {k: float(v) for k, v in row.items() if isinstance(v, numbers.Real)}
+
+    def share(key: str) -> str:
+        return (f"{number[f'{key}_correctness']:.1%} [{number[f'{key}_low']:.1%}, "
+                f"{number[f'{key}_high']:.1%}]")
+
+    points = [100 * number[c] for c in ("diff", "diff_low", "diff_high")]
+    return (f"Audited this week on the same {number['audited']:,.0f} decisions: right on "
+            f"{share('candidate')}, production on {share('production')}; difference {points[0]:+.1f} pts "
+            f"[{points[1]:+.1f}, {points[2]:+.1f}]")
+
+
+def _absent(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def gap(check: Check, e: Evidence, c: ReviewConfig) -> str:

@@ -21,7 +21,7 @@ STYLE = """
 #trust .warn b{color:#a40}#trust .caveat{color:#a40}
 #decision{border:2px solid #333;padding:.4em .8em;margin-bottom:.6em}
 #decision h2{margin:.2em 0;font-size:16px}#decision p.line{margin:.15em 0;font-size:13px}
-#decision .failing,#decision .eta,#decision .others{font-size:11px;color:#555}
+#decision .failing,#decision .eta,#decision .others,#decision .audited{font-size:11px;color:#555}
 #decision h1{font-size:20px;margin:.1em 0}
 .badge{display:inline-block;min-width:4.5em;text-align:center;font-weight:bold;padding:0 .4em;
 margin-right:.4em}
@@ -61,6 +61,7 @@ def banner_html(types: Sequence[tuple[str, Sequence[Line]]], title: str = "") ->
                 else ""
             )
             + f" <span class='eta'>Decision: {_e(ln.eta)}.</span>"
+            + (f" <span class='audited'>{_e(ln.audited)}.</span>" if ln.audited else "")
             + (
                 f" <span class='others'>Other identities of {_e(ln.name.split(' #')[0])} this week, "
                 "judged apart: " + ", ".join(f"{_e(n)} {_e(d.upper())}" for n, d in ln.others) + ".</span>"
@@ -140,6 +141,7 @@ def banner_markdown(types: Sequence[tuple[str, Sequence[Line]]]) -> list[str]:
             out.append(
                 f"- **{decision_type}** · {ln.name}: **{ln.decision.upper()}** — {ln.sentence}{failing} "
                 f"Decision: {ln.eta}."
+                + (f" {ln.audited}." if ln.audited else "")
                 + (
                     f" Other identities, judged apart: {', '.join(f'{n} {d.upper()}' for n, d in ln.others)}."
                     if ln.others

@@ -64,6 +64,31 @@ def test_the_review_shows_audited_correctness_beside_agreement_for_production_an
     assert not re.search("accuracy", markdown, re.IGNORECASE)
 
 
+def test_the_first_screen_shows_productions_audited_correctness_beside_each_candidates(
+        audited_marts: Path) -> None:
+    """Every banner line of a candidate with audits says both sides' correctness and the paired difference.
+
+    The numbers are the ``audited_difference`` mart's row of that candidate, in HTML and Markdown.
+    """
+    result = _review(audited_marts)
+    html, markdown = to_html(result), to_markdown(result)
+    marts = load_marts(str(audited_marts), WEEK)
+    rows = marts.of_week("audited_difference")
+    shown = 0
+    for section in result.sections:
+        for line in section.lines:
+            (row,) = rows[(rows["decision_type"] == section.decision_type)
+                          & (rows["candidate"] == line.candidate)].to_dict("records")
+            expected = (f"right on {row['candidate_correctness']:.1%} [{row['candidate_low']:.1%}, "
+                        f"{row['candidate_high']:.1%}], production on {row['production_correctness']:.1%}")
+            assert expected in line.audited
+            assert f"difference {100 * row['diff']:+.1f} pts [{100 * row['diff_low']:+.1f}" in line.audited
+            assert line.audited in html.replace("&#x27;", "'")
+            assert line.audited in markdown
+            shown += 1
+    assert shown >= 2
+
+
 def test_production_errors_make_agreement_understate_correctness(audited_marts: Path) -> None:
     """Production 15% wrong: each candidate agrees with production less often than it is right (audited)."""
     for section in _review(audited_marts).sections:

@@ -1,0 +1,237 @@
+"""The audited gate's operating characteristics on the shipped path, many decision types as replicates.
+
+    .venv/bin/python -m bench.audited_sim                          # 2,000 types, one look at the margin
+    .venv/bin/python -m bench.audited_sim --weeks 6 --types 400    # six weekly looks
+    .venv/bin/python -m bench.audited_sim --shift 0                # the candidate as good as production
+
+Each decision type is one replicate: ``--decisions`` decisions a week, production wrong on ``--production-
+error`` of them, the candidate wrong on that plus ``--shift`` (``--margin`` by default: exactly at the margin,
+where a pass is false), copying production's answer on ``--copy`` of the decisions (so it shares its
+mistakes there) and erring independently elsewhere. Every week: the records are written (the records
+contract, as the sidecar writes them), ``semif-shadow audit sample`` draws each type's sample with its
+defaults, a simulated auditor answers it with the truth (wrong on ``--auditor-error`` of its answers), and
+``semif-shadow pipelines run`` builds the marts; then the review's gate (``dashboards.verdict.correctness.
+gates``, what ``report.review`` hands to ``decide()``) is applied to every type and week, and ``decide()``
+itself to the first types. The table: how often the gate passed (per look and at any look), and how often
+the ``audited_difference`` mart's 95% intervals held the true rates (production's, the candidate's, and
+their difference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from contracts.records import OUTCOMES, RECORD_VERSION, TS
+from dashboards.config import ReviewConfig
+from dashboards.marts import load_marts
+from dashboards.verdict import correctness
+from dashboards.verdict.decision import decide
+from dashboards.verdict.evidence import gather
+from pipelines import synth
+from pipelines.auditor import answer, audit_rows
+from pipelines.generate import DAY_US, WRITER, Chunk, Draws, proposals_table, write_whole
+from pipelines.storage import open_root
+from semif_shadow.cli import main as cli
+
+OPTIONS = ("a", "b", "c", "d", "e")
+FIRST_MONDAY = dt.date(2026, 10, 5)
+FLEET = (synth.Fleet("sagemaker", "cpu", "ml.c6i.8xlarge", 40.0, 1.0),)
+MODEL = (synth.ModelSpec("gemma-3-270m", "a5fd3b62" + "0" * 56, "Q4_K_M", 3.2, 1.0),)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One simulation (the command's options)."""
+
+    types: int = 2000
+    decisions: int = 1000
+    weeks: int = 1
+    production_error: float = 0.10
+    shift: float = 0.02
+    copy: float = 0.5
+    auditor_error: float = 0.0
+    margin: float = 0.02
+    confidence: float = 0.95
+    """The review's ``confidence`` (the gate's level is (1 - this) / 2, spent over looks)."""
+    seed: int = 11
+    decide_types: int = 20
+
+
+@dataclass
+class Result:
+    """Per type and look: whether the gate passed; per mart row: whether each interval held the truth."""
+
+    passed: np.ndarray
+    covered: dict[str, list[bool]] = field(default_factory=dict)
+    decided: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def week_label(week: int) -> str:
+    """The ISO label of simulated week ``week`` (0-based)."""
+    monday = FIRST_MONDAY + dt.timedelta(weeks=week)
+    return f"{monday.isocalendar().year}-W{monday.isocalendar().week:02d}"
+
+
+def _decisions(rng: np.random.Generator, setup: Setup, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(truth, production's outcome, the candidate's proposal) as option indices."""
+    k = len(OPTIONS)
+    truth = rng.integers(0, k, n)
+    production = np.where(rng.random(n) < setup.production_error, (truth + rng.integers(1, k, n)) % k, truth)
+    own = (setup.production_error + setup.shift - setup.copy * setup.production_error) / (1 - setup.copy)
+    alone = np.where(rng.random(n) < own, (truth + rng.integers(1, k, n)) % k, truth)
+    return truth, production, np.where(rng.random(n) < setup.copy, production, alone)
+
+
+def write_week(root: Path, setup: Setup, week: int, truths: np.ndarray) -> None:
+    """Every type's proposals and production's outcomes of one week (all received on its Wednesday)."""
+    store = open_root(str(root))
+    monday = FIRST_MONDAY + dt.timedelta(weeks=week)
+    start = int(dt.datetime.combine(monday + dt.timedelta(days=2), dt.time(), dt.UTC).timestamp()) * 10**6
+    n = setup.decisions
+    for t in range(setup.types):
+        rng = np.random.default_rng([setup.seed, week, t])
+        name, first = f"t{t:05d}", (week * setup.types + t) * n
+        truth, production, proposal = _decisions(rng, setup, n)
+        truths[first:first + n] = truth
+        spec = synth.DecisionSpec(name, OPTIONS, (0.2,) * 5, 1.0)
+        knobs = synth.Knobs(types=(spec,), fleets=FLEET, models=MODEL, not_scored=())
+        p = np.full((n, len(OPTIONS)), 0.1)
+        p[np.arange(n), proposal] = 0.6
+        received = start + np.sort(rng.integers(0, DAY_US // 2, n))
+        ids = pc.binary_join_element_wise("d-", pa.array(np.arange(first, first + n)).cast(pa.string()), "")
+        draws = Draws(ids, received, np.zeros(n, np.int64), np.ones(n, bool), p, np.zeros(n, np.int64),
+                      production, proposal, truth)
+        table = proposals_table(rng, Chunk(week, spec, n, first, start), knobs, draws)
+        date = (monday + dt.timedelta(days=2)).isoformat()
+        write_whole(store, store.join("proposals", f"decision_type={name}", f"date={date}"),
+                    f"{WRITER}-{week:04d}.parquet", table)
+        outcomes = pa.Table.from_pydict({
+            "record_version": pa.array(np.full(n, RECORD_VERSION, np.int16)), "decision_id": ids,
+            "decision_type": pa.array([name] * n), "outcome": pa.array(OPTIONS).take(pa.array(production)),
+            "outcome_at": pa.array(received + 3_600_000_000).cast(TS), "source": pa.array(["api"] * n),
+            "writer_id": pa.array([WRITER] * n), "in_options": pa.array(np.ones(n, bool)),
+            "auditor": pa.nulls(n, pa.string()), "audit_sample": pa.nulls(n, pa.string())}, schema=OUTCOMES)
+        write_whole(store, store.join("outcomes", f"decision_type={name}", f"date={date}"),
+                    f"{WRITER}-{week:04d}.parquet", outcomes)
+
+
+def _invoke(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    if result.exit_code:
+        raise RuntimeError(f"semif-shadow {' '.join(args)}: {result.output}")
+
+
+def answer_week(root: Path, setup: Setup, week: int, truths: np.ndarray) -> None:
+    """Draw the week's samples (``audit sample``, its defaults) and answer each with the truth."""
+    label = week_label(week)
+    _invoke(["audit", "sample", "--root", str(root), "--week", label, "--seed", str(setup.seed)])
+    store = open_root(str(root))
+    auditor = synth.Auditor(error_rate=setup.auditor_error)
+    at = dt.datetime.combine(FIRST_MONDAY + dt.timedelta(weeks=week, days=9), dt.time(), dt.UTC)
+    for t in range(setup.types):
+        name = f"t{t:05d}"
+        sample = pq.read_table(root / "audit_samples" / f"week={label}" / f"decision_type={name}" /
+                               "part-0.parquet")
+        rng = np.random.default_rng([setup.seed, 7, week, t])
+        rows = audit_rows(answer(rng, sample, truths, list(OPTIONS), auditor), name, list(OPTIONS),
+                          int(at.timestamp()) * 1_000_000)
+        write_whole(store, store.join("outcomes", f"decision_type={name}", f"date={at.date().isoformat()}"),
+                    f"{WRITER}-audit-{week:04d}.parquet", rows)
+
+
+def truths_of(setup: Setup) -> dict[str, float]:
+    """The process's rates the intervals must hold."""
+    return {"production": 1 - setup.production_error, "candidate": 1 - setup.production_error - setup.shift,
+            "diff": -setup.shift}
+
+
+def review_week(out: Path, setup: Setup, week: int, result: Result, config: ReviewConfig) -> None:
+    """Apply the gate to every type in ``week``; check the mart's intervals; ``decide()`` the first types."""
+    marts = load_marts(str(out), week_label(week))
+    truth = truths_of(setup)
+    rows = marts.of_week("audited_difference")
+    for column, key in (("production", "production"), ("candidate", "candidate"), ("diff", "diff")):
+        value = "diff" if key == "diff" else f"{key}_correctness"
+        low, high = ("diff_low", "diff_high") if key == "diff" else (f"{key}_low", f"{key}_high")
+        held = (rows[low] <= truth[column]) & (truth[column] <= rows[high]) & rows[value].notna()
+        result.covered.setdefault(column, []).extend(held.tolist())
+    for t in range(setup.types):
+        name = f"t{t:05d}"
+        (candidate,) = marts.candidates(name)
+        gates = correctness.gates(marts, name, candidate, config)
+        result.passed[t, week] = bool(gates) and all(k.passed for k in gates)
+        if t < setup.decide_types:
+            verdict = decide(gather(marts, name, candidate, config.min_coverage), config, gates)
+            result.decided.append(str(verdict.decision))
+            result.reasons += [r for r in verdict.reasons if correctness.RULE in r]
+
+
+def simulate(setup: Setup, folder: Path, config: ReviewConfig | None = None) -> Result:
+    """Write, sample, answer, run and review every week of ``setup`` under ``folder``."""
+    config = config or ReviewConfig(correctness_margin=setup.margin, confidence=setup.confidence)
+    root, out = folder / "records", folder / "marts"
+    truths = np.zeros(setup.weeks * setup.types * setup.decisions, np.int64)
+    result = Result(np.zeros((setup.types, setup.weeks), bool))
+    as_of = (FIRST_MONDAY + dt.timedelta(weeks=setup.weeks + 3)).isoformat() + "T00:00:00Z"
+    for week in range(setup.weeks):
+        write_week(root, setup, week, truths)
+        answer_week(root, setup, week, truths)
+        _invoke(["pipelines", "run", "--root", str(root), "--week", week_label(week), "--out", str(out),
+                 "--as-of", as_of])
+        review_week(out, setup, week, result, config)
+    return result
+
+
+def standard_error(share: float, n: int) -> float:
+    """The binomial standard error of a share from ``n`` replicates."""
+    return math.sqrt(max(share * (1 - share), 1e-12) / n)
+
+
+def table(setup: Setup, result: Result) -> str:
+    """The operating characteristics (Markdown)."""
+    n = setup.types
+    lines = ["| measure | share | ± se | replicates |", "|---|---:|---:|---:|"]
+    for week in range(setup.weeks):
+        share = float(result.passed[:, week].mean())
+        se = standard_error(share, n)
+        lines.append(f"| gate passed at look {week + 1} | {share:.2%} | {se:.2%} | {n:,} |")
+    anywhere = float(result.passed.any(axis=1).mean())
+    lines.append(f"| gate passed at any of {setup.weeks} looks | {anywhere:.2%} | "
+                 f"{standard_error(anywhere, n):.2%} | {n:,} |")
+    for name, held in result.covered.items():
+        share = float(np.mean(held))
+        lines.append(f"| 95% interval of {name} held the truth | {share:.2%} | "
+                     f"{standard_error(share, len(held)):.2%} | {len(held):,} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run the simulation with the command's options; print the table."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, value in vars(Setup()).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    setup = Setup(**vars(parser.parse_args()))
+    print(f"{setup.types:,} decision types x {setup.weeks} weeks, {setup.decisions:,} decisions a week; "
+          f"production wrong {setup.production_error:.0%}, the candidate {setup.shift:+.0%} more "
+          f"(copying production on {setup.copy:.0%}); auditor wrong {setup.auditor_error:.0%}; "
+          f"margin {setup.margin}, confidence {setup.confidence}")
+    with tempfile.TemporaryDirectory() as folder:
+        result = simulate(setup, Path(folder))
+    print(table(setup, result))
+
+
+if __name__ == "__main__":
+    main()
