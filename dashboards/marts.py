@@ -59,6 +59,7 @@ OPTIONAL_MARTS = (
     "correctness",
     "audit_strata",
     "audited_difference",
+    "auditor_agreement",
     "gallery",
 )
 """Marts of records v1.1 runs: read as empty frames from an older pipelines' output."""

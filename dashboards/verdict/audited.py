@@ -13,6 +13,15 @@ difference (candidate right minus production right on each audited decision, ``d
   ``alpha_k = alpha * 6 / (pi^2 k^2)`` (alpha = ``(1 - confidence) / 2``), so over every look there will
   ever be, the chance that a candidate worse by the margin passes at least once is at most
   ``sum_k alpha_k = alpha`` (a union bound over looks: valid for any number of looks and any stopping).
+- **Auditor error.** From the double audits of the pooled weeks (``auditor_agreement``): two auditors
+  each wrong with rate e (apart) disagree with probability at least 2e(1 - e), so e is at most
+  ``(1 - sqrt(1 - 2 d))/2`` for a disagreement rate d (``auditor_error``: from d's estimate, and from its
+  Wilson upper limit at the look's level, shown). An auditor's error, wrong answers spread over the other
+  options, moves the expected difference towards zero (right on one side becomes wrong on it, or both
+  wrong) by at most a share 2e of it (e k/(k - 1) with k options): the gate asks
+  ``low >= -margin (1 - 2 e)``. The absolute correctness figures move by up to e: where the estimate
+  exceeds half the margin, the gate waits and says so (the auditors' disagreements are listed in
+  ``auditor_disagreements``).
 - **Fail closed.** Where a decision type has an audit sample, the gate applies: a review week whose sample
   has a stratum without audits, a candidate without audited decisions, or a bound below ``-margin`` fails
   it, with the reason and the audits still needed. Without any audit sample of the type there is no gate
@@ -133,6 +142,35 @@ def pool(marts: Marts, decision_type: str, candidate: str) -> Pool | None:
     return Pool(mine[mine["week"].isin(weeks)], weeks, incomplete, len({w for w, _ in by_week.index}))
 
 
+@dataclass(frozen=True)
+class AuditorError:
+    """The per-auditor error rate the double audits imply: estimate and upper limit (``None``: no pairs)."""
+
+    pairs: int
+    disagreed: int
+    estimate: float
+    upper: float
+
+
+def _error_of(rate: float) -> float:
+    """The largest per-auditor error e consistent with disagreement rate ``rate``: 2e(1 - e) <= rate."""
+    return (1 - math.sqrt(max(1 - 2 * min(rate, 0.5), 0.0))) / 2
+
+
+def auditor_error(marts: Marts, decision_type: str, weeks: tuple[str, ...], z: float) -> AuditorError | None:
+    """The auditor error rate of ``weeks``' double audits of the type (``None`` without any pair)."""
+    frame = marts.frames.get("auditor_agreement")
+    if frame is None or frame.empty:
+        return None
+    rows = frame[(frame["decision_type"] == decision_type) & frame["week"].isin(weeks)]
+    pairs = int(rows["double_audited"].sum())
+    if not pairs:
+        return None
+    disagreed = pairs - int(rows["agreed"].sum())
+    _, upper = wilson(np.array([disagreed / pairs]), np.array([float(pairs)]), z)
+    return AuditorError(pairs, disagreed, _error_of(disagreed / pairs), _error_of(float(upper[0])))
+
+
 def _needed(p: Paired, margin: float) -> str:
     """How many more audited disagreements would lift the bound to ``-margin`` at today's estimate."""
     if p.diff <= -margin:
@@ -156,11 +194,26 @@ def gate(marts: Marts, decision_type: str, candidate: str, config: ReviewConfig)
     if found.strata.empty:
         return Check(RULE, passed=False, detail="no audited decision of this candidate in the audit samples")
     alpha = look_alpha((1 - config.confidence) / 2, found.look)
-    p = paired(found.strata, NormalDist().inv_cdf(1 - alpha))
-    passed = p.low >= -config.correctness_margin
+    z = NormalDist().inv_cdf(1 - alpha)
+    p = paired(found.strata, z)
+    error = auditor_error(marts, decision_type, found.weeks, z)
+    floor = config.correctness_margin * (1 - 2 * (error.estimate if error else 0.0))
+    passed = p.low >= -floor
     left_out = f"; left out, a stratum unaudited: {', '.join(found.incomplete)}" if found.incomplete else ""
     detail = (f"candidate minus production on the same {p.audited:,} audited decisions "
               f"({len(found.weeks)} week{'s' if len(found.weeks) > 1 else ''}{left_out}): {p.diff:+.3f}, "
               f"lower bound {p.low:+.3f} at look {found.look} (one-sided {1 - alpha:.2%}) "
-              f"{'is at least' if passed else 'is below'} -{config.correctness_margin}")
+              f"{'is at least' if passed else 'is below'} -{floor:.4f} ({_error_text(error)})")
+    if passed and error is not None and error.estimate > config.correctness_margin / 2:
+        return Check(RULE, passed=False, detail=(
+            f"{detail}; but the auditors disagree on {error.disagreed} of {error.pairs:,} double audits: an "
+            f"auditor error near {error.estimate:.1%} moves audited correctness by as much, over half the "
+            "margin: resolve the disagreements (auditor_disagreements) or audit more pairs"))
     return Check(RULE, passed, detail if passed else f"{detail}; {_needed(p, config.correctness_margin)}")
+
+
+def _error_text(error: AuditorError | None) -> str:
+    if error is None:
+        return "auditor error not measured: no double audits"
+    return (f"the margin less twice the auditor error {error.estimate:.1%} (at most {error.upper:.1%}), from "
+            f"{error.disagreed} disagreements in {error.pairs:,} double audits")

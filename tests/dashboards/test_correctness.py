@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -148,9 +150,12 @@ def _strata(week: str, audited: tuple[int, int], sizes: tuple[int, int] = (100, 
             **{k: list(v) for k, v in sums.items()}}
 
 
-def _marts(*weeks: dict[str, list[object]], week: str = "2026-W45") -> Marts:
+def _marts(*weeks: dict[str, list[object]], week: str = "2026-W45", pairs: tuple[int, int] = (0, 0)) -> Marts:
+    """``audit_strata`` of ``weeks``; ``pairs``: (double audits, of which disagreed) in the review week."""
     frame = pd.concat([pd.DataFrame(w) for w in weeks], ignore_index=True)
-    return Marts({"audit_strata": frame}, week, "test")
+    agreement = pd.DataFrame({"decision_type": ["t"], "week": [week], "sample_id": [f"{week}-t"],
+                              "double_audited": [pairs[0]], "agreed": [pairs[0] - pairs[1]]})
+    return Marts({"audit_strata": frame, "auditor_agreement": agreement}, week, "test")
 
 
 BALANCED = {"model_right": (50.0, 18.0), "production_right": (50.0, 18.0), "right_vs_wrong": (45.0, 0.0),
@@ -219,3 +224,36 @@ def test_the_gate_passes_on_the_paired_bound_and_spends_its_level_over_looks(
     later = audited.gate(three, "t", "cand", ReviewConfig(correctness_margin=0.02))
     assert later is not None
     assert "at look 3 (one-sided 99.83%)" in later.detail
+
+
+def test_auditor_error_narrows_the_margin_and_past_half_of_it_the_gate_waits() -> None:
+    """Double audits that disagree lower the floor to margin (1 - 2e); past half the margin the gate waits.
+
+    e is the largest error with 2e(1 - e) <= d; the wait names the disagreements; without double audits the
+    detail says the error is not measured.
+    """
+    sums = {"model_right": (200.0, 72.0), "production_right": (200.0, 72.0),
+            "wrong_vs_right": (180.0, 0.0), "right_vs_wrong": (180.0, 0.0)}
+    strata = _strata("2026-W45", (400, 72), (400, 3600), **sums)
+    config = ReviewConfig(correctness_margin=0.02)
+    clean = audited.gate(_marts(strata, pairs=(40, 0)), "t", "cand", config)
+    assert clean is not None
+    assert clean.passed
+    assert "-0.0200 (the margin less twice the auditor error 0.0%" in clean.detail
+    some = audited.gate(_marts(strata, pairs=(400, 4)), "t", "cand", config)  # d = 1%: e = 0.50%
+    assert some is not None
+    assert some.passed
+    assert "-0.0198 (" in some.detail
+    much = audited.gate(_marts(strata, pairs=(100, 6)), "t", "cand", config)  # d = 6%: e = 3.09%
+    assert much is not None
+    assert not much.passed
+    assert "the auditors disagree on 6 of 100 double audits" in much.detail
+    unmeasured = audited.gate(_marts(strata), "t", "cand", config)
+    assert unmeasured is not None
+    assert "auditor error not measured: no double audits" in unmeasured.detail
+    upper = float(audited.wilson(np.array([0.06]), np.array([100.0]), 1.96)[1][0])
+    found = audited.auditor_error(_marts(strata, pairs=(100, 6)), "t", ("2026-W45",), 1.96)
+    assert found is not None
+    assert (found.pairs, found.disagreed) == (100, 6)
+    assert found.estimate == pytest.approx((1 - math.sqrt(1 - 0.12)) / 2)
+    assert found.upper == pytest.approx((1 - math.sqrt(1 - 2 * upper)) / 2)
