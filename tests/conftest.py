@@ -1,4 +1,4 @@
-"""Fixtures shared by every test package: the real embedded model and moto's S3 server, once per session."""
+"""Fixtures shared by every test package: the real embedded model (once per session), moto's server."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def model_path() -> Path:
     return embedded_default()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    """A moto S3 server on a free loopback port, with dummy credentials in the environment."""
+    """A moto server of the test module's own (its buckets start empty), with dummy AWS credentials set."""
     with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def moto_s3(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An S3 bucket on the session's moto server; the records' S3 variables point at it. The records root."""
+    """An S3 bucket on the module's moto server; the records' S3 variables point at it. The records root."""
     monkeypatch.setenv("SHADOW_RECORDS_S3_ENDPOINT_URL", moto.endpoint)
     monkeypatch.setenv("SHADOW_RECORDS_S3_REGION", "us-east-1")
     boto3.client("s3", endpoint_url=moto.endpoint).create_bucket(Bucket="audits")

@@ -15,18 +15,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.harness import free_port, moto_server
+from tests.harness import free_port
 from tests.infra.harness import DECISION, ROOT, START_TIMEOUT_S, ScorerRun, _request, wait_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from tests.harness import MotoServer
 
 
 @pytest.fixture(scope="module")
-def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A moto server of this module's own (its IAM and stacks start empty), with dummy credentials set."""
-    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
-        yield server.endpoint
+def moto_endpoint(moto: MotoServer) -> str:
+    """The endpoint of the module's moto server (its IAM and stacks start empty), dummy credentials set."""
+    return moto.endpoint
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Fixtures for the record store: settings on temporary folders, or on a bucket of the session's moto."""
+"""Fixtures for the record store: settings on temporary folders, or on a bucket of the module's moto."""
 
 from __future__ import annotations
 
