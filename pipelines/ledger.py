@@ -9,7 +9,8 @@ for both engines, on the DuckDB connection that writes the marts:
    target week (``<out>/evidence/week=W/part-0.parquet``): one row per ledger, with its cumulative counts
    and ``counted_through``, the last week whose counts they hold.
 2. **Add the mature weeks.** For each target week in order, every later week of the window (the read
-   window includes the reference weeks before the targets) that is mature at ``as_of`` is added once;
+   window includes the reference weeks before the targets) that is mature at ``as_of`` is added once
+   (a policy's ledger only the weeks after the week it was chosen on: out of sample, never its own);
    weeks not yet mature are summed apart as ``provisional_*`` and never enter the ledger until a later run
    finds them mature (a week rerun before it matures therefore changes nothing in the ledger).
 3. **Reset, never silently.** A ledger is keyed by model key (one model identity) and policy, so a new
@@ -61,6 +62,15 @@ def policy_key(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     except OSError as exc:
         raise BadArgument(f"cannot read {path}: {exc}", "policy") from exc
+
+
+def chosen_weeks(paths: list[Path]) -> dict[str, str]:
+    """Each policy's key -> the ISO week it was chosen on (its ledger counts only later weeks)."""
+    if not paths:
+        return {}
+    from pipelines.policy import load_policy  # noqa: PLC0415  (see policy_rows)
+
+    return {policy_key(path): load_policy(path).chosen_on for path in paths}
 
 
 def policy_rows(paths: list[Path]) -> list[list[object]]:
@@ -195,8 +205,12 @@ def open_book(
     return book
 
 
-def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alpha: float) -> None:
-    """Replace the connection's ``evidence`` table by its rows with the ledger columns filled (see above)."""
+def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alpha: float,
+          chosen: dict[str, str] | None = None) -> None:
+    """Replace the connection's ``evidence`` table by its rows with the ledger columns filled (see above).
+
+    ``chosen``: policy key -> the week it was chosen on (``chosen_weeks``).
+    """
     weekly = con.sql("select * from evidence order by week_start, decision_type, model_key, policy")
     rows = [dict(zip(weekly.columns, r, strict=True)) for r in weekly.fetchall()]
     by_week: dict[dt.date, dict[tuple[str, str, str], dict[str, Any]]] = {}
@@ -215,7 +229,7 @@ def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alph
                 books[key] = open_book(key, row["candidate"], before, week_label(target))
         for key, book in sorted(books.items()):
             book.looks += 1
-            output.append(ledger_row(book, key, target, by_week, window, alpha))
+            output.append(ledger_row(book, key, target, by_week, window, alpha, (chosen or {}).get(key[2])))
     # Rows go back as bound parameters into the table the model built (its declared types): an Arrow
     # table registered in DuckDB, or built from Python rows, would import pandas into every run.
     columns = [name for name, _ in DECLARED["evidence"]]
@@ -234,8 +248,13 @@ def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's 
     by_week: dict[dt.date, dict[tuple[str, str, str], dict[str, Any]]],
     window: Window,
     alpha: float,
+    chosen_on: str | None = None,
 ) -> dict[str, Any]:
-    """Add the weeks after ``book.counted_through`` up to ``target`` (mature ones to the ledger); one row."""
+    """Add the weeks after ``book.counted_through`` up to ``target`` (mature ones to the ledger); one row.
+
+    ``chosen_on``: the policy's week; it and the weeks before it are never added (in sample).
+    """
+    first = None if chosen_on is None else parse_week(chosen_on) + dt.timedelta(weeks=1)
     start = window.first - dt.timedelta(weeks=window.reference_weeks)
     after = (
         start if book.counted_through is None else parse_week(book.counted_through) + dt.timedelta(weeks=1)
@@ -248,6 +267,8 @@ def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's 
     monday = after
     while monday <= target:
         counts = by_week.get(monday, {}).get(key)
+        if first is not None and monday < first:
+            counts = None  # the policy's own week and earlier: in sample
         if window.is_mature(monday):
             if counts is not None:
                 for c in LEDGER_COUNTS:

@@ -22,7 +22,7 @@ import duckdb
 from scipy.special import ndtri
 
 from pipelines.errors import PipelinesError
-from pipelines.ledger import carry, policy_rows
+from pipelines.ledger import carry, chosen_weeks, policy_rows
 from pipelines.output import write_marts
 from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
@@ -274,21 +274,23 @@ def run(
         result.seconds = build(con, load_models(), step, files)
         check_segments(con)
         if job.out is not None:
-            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha)
+            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha,
+                                          chosen_weeks(job.settings.policies))
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
     return result
 
 
-def write_job_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window,
-                    on_step: Callable[[str], None] | None, alpha: float) -> dict[str, int]:
+def write_job_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window,  # noqa: PLR0913, PLR0917
+                    on_step: Callable[[str], None] | None, alpha: float,
+                    chosen: dict[str, str] | None = None) -> dict[str, int]:
     """Write the marts under ``out`` (either engine's, from a DuckDB connection); rows per mart.
 
     The ``evidence`` mart's ledger columns are filled first, from the ledger already written under ``out``
     (``pipelines.ledger.carry``, at the one-sided level ``alpha``).
     """
     try:
-        carry(con, window, out, alpha)
+        carry(con, window, out, alpha, chosen)
         rows = write_marts(con, out, window)
     except OSError as exc:
         raise PipelinesError(f"cannot write the marts under {out}: {exc}") from exc

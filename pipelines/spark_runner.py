@@ -28,6 +28,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from contracts.audit_samples import AUDIT_SAMPLES
 from contracts.records import DROPS, SCHEMAS
 from pipelines.errors import NoInput, PipelinesError
+from pipelines.ledger import chosen_weeks
 from pipelines.mart_schema import DECLARED
 from pipelines.runner import (
     CONFIG_TABLES,
@@ -263,5 +264,6 @@ def run(
     tables = collect_marts(spark, window)
     if job.out is not None:
         with marts_connection(tables) as con:
-            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha)
+            result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha,
+                                          chosen_weeks(job.settings.policies))
     return result, tables

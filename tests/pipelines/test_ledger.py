@@ -72,9 +72,14 @@ def run(root: Path, out: Path, week: str, as_of: dt.datetime = LATE, **settings:
 
 
 def accept_all(
-    out: Path, key: tuple[str, str], tmp: Path, name: str, grid_index: int = 0, week: str = "2026-W45"
+    out: Path, key: tuple[str, str], tmp: Path, name: str, grid_index: int = 0, week: str = "2026-W45",
+    chosen_on: str = "2026-W43",
 ) -> Path:
-    """A policy file accepting every option of ``key`` at ``grid_index`` (options: ``week``'s thresholds)."""
+    """A policy file accepting every option of ``key`` at ``grid_index`` (options: ``week``'s thresholds).
+
+    ``chosen_on``: the week it says it was chosen on (its ledger counts the weeks after it); by default
+    before every week these tests run.
+    """
     table = read(out, "thresholds", week)
     options = sorted({r["option_id"] for r in table if (r["decision_type"], r["model_key"]) == key})
     (identity,) = [r for r in read(out, "identities", week) if (r["decision_type"], r["model_key"]) == key]
@@ -83,7 +88,7 @@ def accept_all(
         identity["candidate"],
         identity["model_identity_sha256"],
         key[1],
-        week,
+        chosen_on,
         "2027-01-31",
         0.95,
         0.05,
@@ -151,6 +156,29 @@ def test_a_week_counts_only_once_it_is_mature_and_reruns_change_nothing(root: Pa
     theirs = read(reference, "evidence", "2026-W47")
     assert [{c: r[c] for c in counts} for r in mine] == [{c: r[c] for c in counts} for r in theirs]
     assert sum(r["ledger_accepted_labelled"] for r in mine) > sum(r["accepted_labelled"] for r in mine)
+
+
+def test_a_policys_ledger_starts_the_week_after_it_was_chosen(root: Path, tmp_path: Path) -> None:
+    """A policy chosen on W45, run on W46 (its window reads W42..W46): the ledger holds W46 alone.
+
+    The same policy said to be chosen on W43 takes in the window's mature weeks from W44 on.
+    """
+    out = tmp_path / "out"
+    run(root, out, "2026-W45")
+    key = next(k for k, r in rows(out, "2026-W45").items() if k[1] != "*" and r["accepted_labelled"] == 0)
+    late = accept_all(out, key, tmp_path, "late", chosen_on="2026-W45")
+    early = accept_all(out, key, tmp_path, "early", chosen_on="2026-W43")
+    out_late, out_early = tmp_path / "late", tmp_path / "early"
+    run(root, out_late, "2026-W46", policies=[late])
+    run(root, out_early, "2026-W46", policies=[early])
+    (late_key,) = {r["policy"] for r in read(out_late, "evidence", "2026-W46")} - {"none"}
+    (early_key,) = {r["policy"] for r in read(out_early, "evidence", "2026-W46")} - {"none"}
+    only = rows(out_late, "2026-W46", late_key)[key]
+    assert only["ledger_accepted_labelled"] == only["accepted_labelled"] > 0
+    assert (only["ledger_first_week"], only["weeks_covered"]) == ("2026-W46", 1)
+    wider = rows(out_early, "2026-W46", early_key)[key]
+    assert wider["ledger_accepted_labelled"] > only["ledger_accepted_labelled"]
+    assert wider["ledger_first_week"] == "2026-W44"
 
 
 def test_a_new_identity_and_a_new_policy_reset_the_ledger_and_say_why(root: Path, tmp_path: Path) -> None:
