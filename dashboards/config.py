@@ -58,7 +58,7 @@ class ReviewConfig(BaseModel):
     sampling_rates: dict[str, float] = Field(
         default_factory=dict,
         description="configured sampling rate per decision type (the catalog's sampling.rate): the "
-        "sample-ratio check tests each candidate's scored / offered against it; without one, the candidates "
+        "sample-ratio check tests each candidate's sampled / offered against it; without one, the candidates "
         "against each other",
     )
     srm_p_value: float = Field(

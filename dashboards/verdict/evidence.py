@@ -116,7 +116,7 @@ class Health:
 
     candidate_name: str
     funnel: dict[str, tuple[int, int, int]]
-    """Every candidate of the decision type this week: name -> (offered, scored, labelled)."""
+    """Every candidate of the decision type this week: name -> (offered, sampled, labelled)."""
     paired: dict[str, int] = field(default_factory=dict)
     """Other candidate name -> decisions both scored and that have an outcome (``paired`` mart)."""
     label_shift: Shift | None = None
@@ -267,7 +267,7 @@ def health_of(marts: Marts, decision_type: str, candidate: str, row: pd.Series |
     funnel = funnel[funnel["decision_type"] == decision_type]
     counts = (
         {
-            str(r[CANDIDATE_NAME]): (count_of(r, "offered"), count_of(r, "scored"), count_of(r, "labelled"))
+            str(r[CANDIDATE_NAME]): (count_of(r, "offered"), count_of(r, "sampled"), count_of(r, "labelled"))
             for _, r in funnel.iterrows()
         }
         if CANDIDATE_NAME in funnel

@@ -2,11 +2,12 @@
 
 As experimentation platforms check a sample ratio before reading any metric:
 
-- **sample ratio** (``SRM``): each candidate's scored / offered against the configured sampling rate of
+- **sample ratio** (``SRM``): each candidate's sampled / offered against the configured sampling rate of
   the decision type (``sampling_rates`` in the review config: a two-sided exact binomial test); without a
   configured rate, the candidates of the type against each other (chi-square test of homogeneity of
-  scored vs not scored). Fails when the p-value is below ``srm_p_value``: the scored decisions are not the
-  sample that was asked for (drops, a lagging candidate, a broken sampler).
+  sampled vs not sampled). Fails when the p-value is below ``srm_p_value``: the sampler did not draw the
+  share it was asked for (a broken or biased sampler). What happened to a sampled decision afterwards (a
+  queue drop, a timeout, a scorer error) is not a sampling fault: the funnel counts it by reason.
 - **overlap** (``OVERLAP``): of each pair of candidates of the type, the decisions both scored and that
   have an outcome (the ``paired`` mart) as a share of the larger one's labelled decisions. Below
   ``min_overlap`` a paired comparison describes a different population than either candidate's numbers.
@@ -54,25 +55,25 @@ def health_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
 
 
 def srm_check(e: Evidence, c: ReviewConfig) -> Check:
-    """Scored / offered of the candidate against the configured rate, or the candidates against each other."""
+    """Sampled / offered of the candidate against the configured rate, or the candidates vs each other."""
     funnel = e.health.funnel
     mine = funnel.get(e.health.candidate_name)
     if mine is None or mine[0] == 0:
         return _check(
             SRM, passed=False, detail="no funnel row for the candidate this week: sample ratio unknown"
         )
-    offered, scored = mine[0], mine[1]
+    offered, sampled = mine[0], mine[1]
     rate = c.sampling_rates.get(e.decision_type)
     if rate is not None:
         p = (
-            float(binomtest(scored, offered, rate).pvalue)
+            float(binomtest(sampled, offered, rate).pvalue)
             if 0 < rate < 1
-            else float(scored == round(rate * offered))
+            else float(sampled == round(rate * offered))
         )
         return _check(
             SRM,
             passed=p >= c.srm_p_value,
-            detail=f"scored {scored:,} of {offered:,} offered ({scored / offered:.2%}) vs configured "
+            detail=f"sampled {sampled:,} of {offered:,} offered ({sampled / offered:.2%}) vs configured "
             f"sampling {rate:.2%}: p = {p:.2g}, fails below {c.srm_p_value}",
         )
     rows = [(name, o, s) for name, (o, s, _) in sorted(funnel.items()) if o > 0]
@@ -88,7 +89,7 @@ def srm_check(e: Evidence, c: ReviewConfig) -> Check:
     return _check(
         SRM,
         passed=p >= c.srm_p_value,
-        detail=f"scored / offered per candidate: {shares} (chi-square p = {p:.2g}, "
+        detail=f"sampled / offered per candidate: {shares} (chi-square p = {p:.2g}, "
         f"fails below {c.srm_p_value})",
     )
 

@@ -82,27 +82,48 @@ def test_the_generated_records_pass_every_health_check(baseline: Verdicts) -> No
         assert not failing(v) & {SRM, OVERLAP, LABEL_SHIFT}, v.reasons
 
 
-def test_a_candidate_scoring_fewer_of_the_offered_fails_the_sample_ratio(
-    records_dir: Path, tmp_path: Path
-) -> None:
-    """A quarter of the challenger's scored ticket_routing rows made timeouts: the sample ratio fails."""
+def _mark(table: pa.Table, hit: pa.Array, status: str, reason: str, *, sampled: bool) -> pa.Table:
+    """``hit`` rows become ``status`` / ``reason`` (and unsampled where ``sampled`` is false)."""
+    for name, value in (("status", status), ("reason", reason)):
+        column = pc.if_else(hit, value, table[name])
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    if not sampled:
+        table = table.set_column(table.schema.get_field_index("sampled"), "sampled",
+                                 pc.if_else(hit, pa.scalar(value=False), table["sampled"]))
+    return table
+
+
+def test_a_sampler_drawing_fewer_of_the_offered_fails_the_sample_ratio(
+        records_dir: Path, tmp_path: Path) -> None:
+    """A quarter of the challenger's scored ticket_routing rows never sampled: the sample ratio fails."""
+    root = broken(records_dir, tmp_path)
+
+    def unsample(table: pa.Table) -> pa.Table:
+        hit = every(
+            table, 4, pc.and_(pc.equal(table["candidate"], "challenger"), pc.equal(table["status"], "scored"))
+        )
+        return _mark(table, hit, "dropped", "not_sampled", sampled=False)
+
+    rewrite(root, "ticket_routing", unsample)
+    v = verdicts(root, tmp_path / "out")[("ticket_routing", "challenger")]
+    assert SRM in failing(v)
+    assert any(r.startswith(f"failed: {SRM}") and "chi-square" in r for r in v.reasons)
+
+
+def test_scorer_failures_of_sampled_decisions_are_not_a_sampling_fault(
+        records_dir: Path, tmp_path: Path) -> None:
+    """A quarter of the challenger's scored ticket_routing rows made timeouts: sampled as often, SRM holds."""
     root = broken(records_dir, tmp_path)
 
     def time_out(table: pa.Table) -> pa.Table:
         hit = every(
             table, 4, pc.and_(pc.equal(table["candidate"], "challenger"), pc.equal(table["status"], "scored"))
         )
-        table = table.set_column(
-            table.schema.get_field_index("status"), "status", pc.if_else(hit, "failed", table["status"])
-        )
-        return table.set_column(
-            table.schema.get_field_index("reason"), "reason", pc.if_else(hit, "timeout", table["reason"])
-        )
+        return _mark(table, hit, "timeout", "scorer_timeout", sampled=True)
 
     rewrite(root, "ticket_routing", time_out)
     v = verdicts(root, tmp_path / "out")[("ticket_routing", "challenger")]
-    assert SRM in failing(v)
-    assert any(r.startswith(f"failed: {SRM}") and "chi-square" in r for r in v.reasons)
+    assert SRM not in failing(v)
 
 
 def test_candidates_scoring_different_decisions_fail_the_overlap(records_dir: Path, tmp_path: Path) -> None:
