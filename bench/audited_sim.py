@@ -73,7 +73,11 @@ class Result:
     """Per type and look: whether the gate passed; per mart row: whether each interval held the truth."""
 
     passed: np.ndarray
+    waited_on_auditors: np.ndarray
+    """Per type and look: the gate waited because the auditors disagree too often."""
     covered: dict[str, list[bool]] = field(default_factory=dict)
+    explained: dict[str, list[bool]] = field(default_factory=dict)
+    """Per interval: it held the truth, or the gate waited on auditor error and said so."""
     decided: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
 
@@ -162,16 +166,23 @@ def review_week(out: Path, setup: Setup, week: int, result: Result, config: Revi
     marts = load_marts(str(out), week_label(week))
     truth = truths_of(setup)
     rows = marts.of_week("audited_difference")
+    checks: list[tuple[str, dict[str, bool]]] = []
     for column, key in (("production", "production"), ("candidate", "candidate"), ("diff", "diff")):
         value = "diff" if key == "diff" else f"{key}_correctness"
         low, high = ("diff_low", "diff_high") if key == "diff" else (f"{key}_low", f"{key}_high")
         held = (rows[low] <= truth[column]) & (truth[column] <= rows[high]) & rows[value].notna()
         result.covered.setdefault(column, []).extend(held.tolist())
+        held_by_type = dict(zip(rows["decision_type"], held, strict=True))
+        checks.append((column, held_by_type))
     for t in range(setup.types):
         name = f"t{t:05d}"
         (candidate,) = marts.candidates(name)
         gates = correctness.gates(marts, name, candidate, config)
         result.passed[t, week] = bool(gates) and all(k.passed for k in gates)
+        result.waited_on_auditors[t, week] = any("auditors disagree" in k.detail for k in gates)
+        for column, held_by_type in checks:
+            result.explained.setdefault(column, []).append(
+                bool(held_by_type.get(name)) or bool(result.waited_on_auditors[t, week]))
         if t < setup.decide_types:
             verdict = decide(gather(marts, name, candidate, config.min_coverage), config, gates)
             result.decided.append(str(verdict.decision))
@@ -183,7 +194,7 @@ def simulate(setup: Setup, folder: Path, config: ReviewConfig | None = None) -> 
     config = config or ReviewConfig(correctness_margin=setup.margin, confidence=setup.confidence)
     root, out = folder / "records", folder / "marts"
     truths = np.zeros(setup.weeks * setup.types * setup.decisions, np.int64)
-    result = Result(np.zeros((setup.types, setup.weeks), bool))
+    result = Result(np.zeros((setup.types, setup.weeks), bool), np.zeros((setup.types, setup.weeks), bool))
     as_of = (FIRST_MONDAY + dt.timedelta(weeks=setup.weeks + 3)).isoformat() + "T00:00:00Z"
     for week in range(setup.weeks):
         write_week(root, setup, week, truths)
@@ -214,6 +225,14 @@ def table(setup: Setup, result: Result) -> str:
         share = float(np.mean(held))
         lines.append(f"| 95% interval of {name} held the truth | {share:.2%} | "
                      f"{standard_error(share, len(held)):.2%} | {len(held):,} |")
+    waited = float(result.waited_on_auditors.mean())
+    if setup.auditor_error or waited:
+        lines.append(f"| gate waited on auditor error | {waited:.2%} | {standard_error(waited, n):.2%} | "
+                     f"{result.waited_on_auditors.size:,} |")
+        for name, ok in result.explained.items():
+            share = float(np.mean(ok))
+            lines.append(f"| {name}: interval held or the gate waited on auditor error | {share:.2%} | "
+                         f"{standard_error(share, len(ok)):.2%} | {len(ok):,} |")
     return "\n".join(lines)
 
 

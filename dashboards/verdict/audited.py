@@ -20,8 +20,8 @@ difference (candidate right minus production right on each audited decision, ``d
   options, moves the expected difference towards zero (right on one side becomes wrong on it, or both
   wrong) by at most a share 2e of it (e k/(k - 1) with k options): the gate asks
   ``low >= -margin (1 - 2 e)``. The absolute correctness figures move by up to e: where the estimate
-  exceeds half the margin, the gate waits and says so (the auditors' disagreements are listed in
-  ``auditor_disagreements``).
+  exceeds half the margin, the gate waits and says so, whatever the bound (the auditors' disagreements
+  are listed in ``auditor_disagreements``).
 - **Fail closed.** Where a decision type has an audit sample, the gate applies: a review week whose sample
   has a stratum without audits, a candidate without audited decisions, or a bound below ``-margin`` fails
   it, with the reason and the audits still needed. Without any audit sample of the type there is no gate
@@ -204,9 +204,9 @@ def gate(marts: Marts, decision_type: str, candidate: str, config: ReviewConfig)
               f"({len(found.weeks)} week{'s' if len(found.weeks) > 1 else ''}{left_out}): {p.diff:+.3f}, "
               f"lower bound {p.low:+.3f} at look {found.look} (one-sided {1 - alpha:.2%}) "
               f"{'is at least' if passed else 'is below'} -{floor:.4f} ({_error_text(error)})")
-    if passed and error is not None and error.estimate > config.correctness_margin / 2:
+    if error is not None and error.estimate > config.correctness_margin / 2:
         return Check(RULE, passed=False, detail=(
-            f"{detail}; but the auditors disagree on {error.disagreed} of {error.pairs:,} double audits: an "
+            f"{detail}; the auditors disagree on {error.disagreed} of {error.pairs:,} double audits: an "
             f"auditor error near {error.estimate:.1%} moves audited correctness by as much, over half the "
             "margin: resolve the disagreements (auditor_disagreements) or audit more pairs"))
     return Check(RULE, passed, detail if passed else f"{detail}; {_needed(p, config.correctness_margin)}")
