@@ -30,12 +30,13 @@ COMMANDS = {
     "pipelines": ("pipelines.cli", "pipelines", "The weekly DuckDB jobs over the records."),
     "review": ("dashboards.cli", "review", "The weekly rollout review report from the marts."),
     "audit": ("audit.cli", "audit", "Audits: draw a week's sample, serve the page where people answer it."),
+    "weekly": ("semif_shadow.weekly", "weekly", "The weekly loop: compact, audit sample, marts, review."),
 }
 """name -> (module, attribute, one-line help): the command tree, without importing it."""
 
 EXTRAS = {"demo": "all", "score": "scorer", "model": "scorer", "release-record": "scorer", "serve": "scorer",
           "sidecar": "sidecar", "records": "sidecar", "pipelines": "pipelines", "review": "review",
-          "audit": "all"}
+          "audit": "all", "weekly": "all"}
 """name -> the pyproject extra its third-party imports come from (``infra`` needs the base install only)."""
 OWN_PACKAGES = frozenset(
     {"contracts", "scorer", "shadow", "pipelines", "dashboards", "audit", "semif_shadow"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -160,11 +160,12 @@ def test_sidecar_settings_are_ones_the_code_reads() -> None:
     assert names <= known, names - known
 
 
-def weekly_step(name: str) -> dict[str, Any]:
-    """One container of the weekly CronJob's pod."""
+def weekly_container() -> dict[str, Any]:
+    """The one container of the weekly CronJob's pod."""
     spec = resource("CronJob", "semif-shadow-weekly")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    (step,) = [c for c in spec["initContainers"] + spec["containers"] if c["name"] == name]
-    return step
+    assert not spec.get("initContainers")
+    (container,) = spec["containers"]
+    return container
 
 
 def maturity_lag() -> dt.timedelta:
@@ -182,84 +183,65 @@ def scheduled_instants(count: int) -> list[dt.datetime]:
     return [d for d in days if d.isoweekday() % 7 == int(weekday)][:count]
 
 
-def run_step(name: str, tmp_path: Path, now: dt.datetime) -> list[str]:
-    """The step's shell at ``now``: what it passes to `semif-shadow` (a stand-in that prints its arguments).
-
-    A stand-in `date` answers `date -u +%s` (the step's one reading of the clock) with ``now``; every
-    other call goes to GNU date.
-    """
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    stand_ins = {"semif-shadow": '#!/bin/sh\nprintf "%s\\n" "$@"\n',
-                 "date": f'#!/bin/sh\n[ "$*" = "-u +%s" ] && echo {int(now.timestamp())} && exit 0\n'
-                         f'exec {shutil.which("date")} "$@"\n'}
-    for stand_in, body in stand_ins.items():
-        (bin_dir / stand_in).write_text(body)
-        (bin_dir / stand_in).chmod(0o755)
-    step = weekly_step(name)
-    config = resource("ConfigMap", "semif-shadow-weekly")["data"]
-    env = {**os.environ, **config, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    command = [*step["command"], *step["args"]]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=True)  # noqa: S603
-    return result.stdout.splitlines()
+def invocation(words: list[str]) -> list[str]:
+    """A ``semif-shadow weekly`` command's words from ``weekly`` on, ``$(X)`` / ``${X}`` written ``$X``."""
+    words = words[next(i for i, w in enumerate(words) if w == "weekly"):]
+    return [re.sub(r"\$[({]([A-Z_]+)[)}]", r"$\1", w) for w in words]
 
 
-def test_weekly_job_compacts_then_computes_then_reviews_into_s3() -> None:
-    """The weekly job compacts, computes, then reviews, into S3.
+def printed_weekly_lines() -> list[str]:
+    """Every line of docs/operations.md's code blocks that runs ``semif-shadow weekly`` on the S3 roots."""
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    return [line for block in blocks for line in block.replace("\\\n", " ").splitlines()
+            if "semif-shadow weekly" in line and "RECORDS_ROOT" in line]
 
-    One run at a time; init containers run one after another before the last, so the order holds; every
-    output root is an s3:// URL (the job has no disk).
-    """
+
+def test_weekly_job_runs_the_weekly_command_into_s3() -> None:
+    """The weekly job is one `semif-shadow weekly` run, one at a time, every output root an s3:// URL."""
     cronjob = resource("CronJob", "semif-shadow-weekly")
     assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
-    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    steps = [c["name"] for c in spec["initContainers"]] + [c["name"] for c in spec["containers"]]
-    assert steps == ["compact", "pipelines", "review"]
+    assert weekly_container()["args"][0] == "weekly"
     config = resource("ConfigMap", "semif-shadow-weekly")["data"]
     assert all(config[k].startswith("s3://") for k in ("RECORDS_ROOT", "MARTS_OUT", "REVIEWS_OUT"))
 
 
+def test_the_cronjob_runs_the_invocation_the_docs_print() -> None:
+    """docs/operations.md's cron and systemd lines run the CronJob's `weekly` command, word for word."""
+    lines = printed_weekly_lines()
+    assert len(lines) >= 2, lines  # the crontab line and the systemd unit's ExecStart
+    manifest = invocation(weekly_container()["args"])
+    for line in lines:
+        assert invocation(shlex.split(line.split("=", 1)[1] if line.startswith("ExecStart=") else line)) \
+            == manifest, line
+
+
 def test_the_job_s_maturity_lag_is_the_pipelines_setting() -> None:
-    """The ConfigMap's lag is the pipelines' maturity_lag_days (the one the marts and the review use).
+    """The ConfigMap's lag is the pipelines' maturity_lag_days, and `weekly` reads it from the ConfigMap.
 
     A lag set only in the manifest, or a default changed only in the code, fails here.
     """
     from pipelines.settings import PipelineSettings  # noqa: PLC0415  (only this test needs it)
 
     assert maturity_lag() == dt.timedelta(days=PipelineSettings().maturity_lag_days)
-    for name in ("pipelines", "review"):
-        assert "PIPELINES_MATURITY_LAG_DAYS" in " ".join(weekly_step(name)["args"]), name
+    assert {"configMapRef": {"name": "semif-shadow-weekly"}} in weekly_container()["envFrom"]
 
 
-def test_weekly_job_reviews_the_latest_mature_week_soon_after_it_matures(tmp_path: Path) -> None:
-    """At each of 60 scheduled runs the review's week is the latest mature one, matured under a day ago.
+def test_weekly_job_samples_the_latest_mature_week_soon_after_it_matures() -> None:
+    """At each of 60 scheduled runs the sample week is the latest mature one, matured under a day ago.
 
-    The runs cross a year end and ISO 2026's week 53. The review step's shell runs with the clock set to
-    the scheduled instant; maturity is the pipelines' own rule (`pipelines.weeks.Window.is_mature`) with
-    the ConfigMap's lag.
+    The review week is the one before it (its sample has had a week of audits). The runs cross a year end
+    and ISO 2026's week 53; maturity is the pipelines' own rule (`pipelines.weeks.Window.is_mature`).
     """
+    from semif_shadow.weekly import weeks_for  # noqa: PLC0415  (only this test needs it)
+
     lag = maturity_lag()
     for now in scheduled_instants(60):
-        args = run_step("review", tmp_path, now)
-        week = args[args.index("--week") + 1]
-        assert args[args.index("--out") + 1].endswith(f"/{week}.html")
-        monday = parse_week(week)
+        review, sample = weeks_for(now, lag.days, None)
+        assert sample is not None
+        monday = parse_week(sample)
         span = Window(monday, monday, 4, now, lag)
-        assert span.is_mature(monday), (now, week)
-        assert not span.is_mature(monday + dt.timedelta(weeks=1)), (now, week)
-        matured = as_utc(monday + dt.timedelta(weeks=1)) + lag
-        assert now - matured < dt.timedelta(days=1), (now, week)
-
-
-def test_weekly_job_reruns_four_weeks_ending_with_the_reviewed_one(tmp_path: Path) -> None:
-    """The pipelines step asks for the reviewed week and the three before it, on the S3 roots."""
-    config = resource("ConfigMap", "semif-shadow-weekly")["data"]
-    for now in scheduled_instants(10):
-        args = run_step("pipelines", tmp_path, now)
-        since = parse_week(args[args.index("--since") + 1])
-        until = parse_week(args[args.index("--until") + 1])
-        review = run_step("review", tmp_path, now)
-        assert until == parse_week(review[review.index("--week") + 1])
-        assert until - since == dt.timedelta(weeks=3)
-        assert args[args.index("--root") + 1] == config["RECORDS_ROOT"]
-        assert args[args.index("--out") + 1] == config["MARTS_OUT"]
+        assert span.is_mature(monday), (now, sample)
+        assert not span.is_mature(monday + dt.timedelta(weeks=1)), (now, sample)
+        assert now - (as_utc(monday + dt.timedelta(weeks=1)) + lag) < dt.timedelta(days=1), (now, sample)
+        assert parse_week(review) == monday - dt.timedelta(weeks=1)
