@@ -38,7 +38,7 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
     Example:
       semif-shadow audit sample --root records --week 2026-W48 --disagreements 200 --agreement-rate 0.02
     """
-    from audit import sample as sampling  # noqa: PLC0415  (keep --help fast: DuckDB, numpy)
+    from pipelines import audit_sample as sampling  # noqa: PLC0415  (keep --help fast: DuckDB, numpy)
     from pipelines.errors import PipelinesError  # noqa: PLC0415
     from pipelines.storage import open_root  # noqa: PLC0415
 

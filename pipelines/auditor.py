@@ -1,9 +1,9 @@
 """A simulated auditor for generated records: draw each week's audit sample and answer it.
 
 The sample is drawn from the written records exactly as ``semif-shadow audit sample`` draws it
-(``audit/sample.py``); each sampled decision is answered by ``auditor-1`` with the truth the generator
-kept (``Draws.right``), and a ``double_audit`` one also by ``auditor-2``; each answer is another option
-with probability ``Auditor.error_rate``. Answers are records v1.2 audits (outcomes rows with ``source``
+(``pipelines/audit_sample.py``); each sampled decision is answered by ``auditor-1`` with the truth the
+generator kept (``Draws.right``), and a ``double_audit`` one also by ``auditor-2``; each answer is another
+option with probability ``Auditor.error_rate``. Answers are records v1.2 audits (outcomes rows with ``source``
 audit), written two days after the week ends.
 """
 
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from audit.sample import Design, draw, population
-from audit.sample import write as write_sample
 from contracts.records import OUTCOMES, RECORD_VERSION, SOURCE_AUDIT, TS
+from pipelines.audit_sample import Design, draw, population
+from pipelines.audit_sample import write as write_sample
 from pipelines.generate import DAY_US, WRITER, Plan, generate, write_whole
 
 if TYPE_CHECKING:

@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("contracts", "scorer", "shadow", "pipelines", "dashboards", "semif_shadow")
+PACKAGES = ("contracts", "scorer", "shadow", "pipelines", "dashboards", "audit", "semif_shadow")
 ENTRY = "semif_shadow"
 
 FORBIDDEN = {
-    "contracts": {"scorer", "shadow", "pipelines", "dashboards", ENTRY},
-    "scorer": {"shadow", "pipelines", "dashboards", ENTRY},
-    "shadow": {"pipelines", "dashboards", ENTRY},
-    "pipelines": {"shadow", "scorer", "dashboards", ENTRY},
-    "dashboards": {"shadow", "scorer", ENTRY},
+    "contracts": {"scorer", "shadow", "pipelines", "dashboards", "audit", ENTRY},
+    "scorer": {"shadow", "pipelines", "dashboards", "audit", ENTRY},
+    "shadow": {"pipelines", "dashboards", "audit", ENTRY},
+    "pipelines": {"shadow", "scorer", "dashboards", "audit", ENTRY},
+    "dashboards": {"shadow", "scorer", "audit", ENTRY},
+    "audit": {"scorer", "dashboards", ENTRY},
 }
 """Package -> top-level packages it must never import (the entry layer is imported by nothing)."""
 

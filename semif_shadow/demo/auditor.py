@@ -1,8 +1,8 @@
 """The demo's simulated auditor: draw the last week's audit sample and answer it with the tickets' truth.
 
-Run as ``python -m semif_shadow.demo.auditor`` (in the demo's environment, so an S3 root reads its keys):
-the sample is drawn as ``semif-shadow audit sample`` draws it (``audit/sample.py``, every disagreement and
-a share of agreements); ``auditor-1`` answers every sampled ticket, ``auditor-2`` the double audits, each
+Run as ``python -m semif_shadow.demo.auditor`` (in the demo's environment, so an S3 root reads its keys): the
+sample is drawn as ``semif-shadow audit sample`` draws it (``pipelines/audit_sample.py``, every disagreement
+and a share of agreements); ``auditor-1`` answers every sampled ticket, ``auditor-2`` the double audits, each
 with the ticket's truth (``Ticket.truth``; an out-of-scope action is "none of these") except for a share
 ``--error-rate`` of answers, another team. Answers are records v1.2 audits written to the records root.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from audit.sample import Design, draw, population, week_bounds
-from audit.sample import write as write_sample
 from contracts.catalog import load_catalog
 from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, SOURCE_AUDIT
+from pipelines.audit_sample import Design, draw, population, week_bounds
+from pipelines.audit_sample import write as write_sample
 from pipelines.generate import write_whole
 from pipelines.storage import open_root
 

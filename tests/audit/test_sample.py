@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from audit.sample import Design, draw, population
 from contracts.audit_samples import AUDIT_SAMPLES, sample_path
 from pipelines import synth
+from pipelines.audit_sample import Design, draw, population
 from pipelines.generate import Plan, generate
 from pipelines.storage import open_root
 from semif_shadow.cli import main
