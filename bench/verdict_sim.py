@@ -66,7 +66,7 @@ class Outcome:
 
 
 def cp_lower(successes: np.ndarray, trials: np.ndarray, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson lower bound (as ``dashboards.verdict.eta.clopper_pearson``'s lower end)."""
+    """One-sided Clopper-Pearson lower bound (the two-sided interval's lower end)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         bound = betaincinv(np.maximum(successes, 1.0), trials - successes + 1.0, alpha)
     return np.where(successes > 0, bound, 0.0)

@@ -44,7 +44,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from dashboards.verdict.checks import FAIL, NO_REFERENCE, PASS, Check
-from dashboards.verdict.eta import Eta, alpha_of, clopper_pearson, eta_of
+from dashboards.verdict.eta import Eta, alpha_of, eta_of
 from dashboards.verdict.gates import (
     COST,
     COST_HARD,
@@ -103,7 +103,6 @@ __all__ = [
     "Verdict",
     "accepted_of",
     "alpha_of",
-    "clopper_pearson",
     "decide",
     "eta_of",
     "go_checks",

@@ -13,8 +13,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scipy.stats import beta
-
 from pipelines.confseq import labels_needed as confseq_labels_needed
 
 if TYPE_CHECKING:
@@ -35,19 +33,6 @@ class Eta:
 def alpha_of(c: ReviewConfig) -> float:
     """The one-sided level of every bound: half of ``1 - confidence``."""
     return (1 - c.confidence) / 2
-
-
-def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[float, float]:
-    """The two-sided Clopper-Pearson interval of one sample (``(0, 1)`` with no trials).
-
-    Not used by the rules (it is valid for one look only); ``bench/verdict_sim.py`` compares it.
-    """
-    if trials == 0:
-        return 0.0, 1.0
-    tail = (1 - confidence) / 2
-    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, trials - successes + 1))
-    high = 1.0 if successes == trials else float(beta.ppf(1 - tail, successes + 1, trials - successes))
-    return low, high
 
 
 def eta_of(e: Evidence, c: ReviewConfig) -> Eta:

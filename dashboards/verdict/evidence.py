@@ -29,7 +29,6 @@ from dashboards.marts import (
 )
 from dashboards.verdict.calibration import Calibration, calibration_of
 from dashboards.verdict.policy_evidence import (
-    NO_POLICY,
     Ledger,
     ledger_of,
     ledger_row,
@@ -37,6 +36,7 @@ from dashboards.verdict.policy_evidence import (
     scored_accepted,
     week_ledger,
 )
+from pipelines.ledger import NO_POLICY
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dashboards.marts import CANDIDATE, count_of, is_missing
+from pipelines.ledger import NO_POLICY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from dashboards.marts import Marts
     from dashboards.policies import Replayed
 
-NO_POLICY = "none"
-"""The ledger's policy key of the week's own per-option thresholds (``pipelines.ledger.NO_POLICY``)."""
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def crafted(
                     "week": WEEK,
                     CANDIDATE_NAME: name,
                     "offered": o,
-                    "scored": s,
+                    "sampled": s,
                     "labelled": n,
                 }
                 for name, (o, s, n) in funnel.items()
