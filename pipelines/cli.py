@@ -55,6 +55,8 @@ def pipelines() -> None:
               help="0-based week whose Thursday the default candidate's KV type changes; -1 for none.")
 @click.option("--production-error-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
               help="Share of decisions production gets wrong: its outcome is then not the truth.")
+@click.option("--good-candidate", is_flag=True,
+              help="The default candidate as one sharp identity on the GPU fleet: one that can go.")
 @click.option("--audit", "audited", is_flag=True,
               help="Also draw each week's audit sample and answer it with the truth (a simulated auditor).")
 @click.option("--auditor-error-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
@@ -70,6 +72,7 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
     challenger: bool,
     identity_change_week: int,
     production_error_rate: float,
+    good_candidate: bool,
     audited: bool,
     auditor_error_rate: float,
     s3_endpoint: str | None,
@@ -82,6 +85,7 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
       semif-shadow pipelines generate --root ab --decisions 100000 --challenger --identity-change-week 2
       semif-shadow pipelines generate --root audited --decisions 100000 --challenger \\
           --production-error-rate 0.1 --audit
+      semif-shadow pipelines generate --root good --decisions 40000 --drift-week -1 --good-candidate
     """
     from pipelines import synth  # noqa: PLC0415  (keep --help fast)
     from pipelines.errors import PipelinesError  # noqa: PLC0415
@@ -101,6 +105,8 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
                 challenger=synth.CHALLENGER if challenger else None,
                 identity_change=change,
                 production_error_rate=production_error_rate,
+                models=synth.GOOD_MODELS if good_candidate else synth.DEFAULT_MODELS,
+                fleets=synth.GPU_FLEETS if good_candidate else synth.DEFAULT_FLEETS,
             ),
         )
         started = time.perf_counter()

@@ -97,6 +97,10 @@ class IdentityChange:
 
 CHALLENGER = ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q8_0", 4.5, 1.0)
 """A second candidate scored on the same decisions (``Knobs.challenger``), sharper than the default."""
+GOOD_MODELS = (ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q4_K_M", 12.0, 1.0),)
+"""One identity, sharp enough to be right on about 98% of the decisions: a candidate that can go."""
+GPU_FLEETS = (Fleet("sagemaker", "cuda", "ml.g6e.xlarge", 25.0, 1.0),)
+"""Every decision on the GPU fleet: a p99 well within the review's 500 ms budget."""
 
 
 @dataclass(frozen=True)

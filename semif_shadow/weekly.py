@@ -105,8 +105,15 @@ def latest_mature(as_of: dt.datetime, lag_days: float) -> str:
 
 
 def weeks_for(as_of: dt.datetime, lag_days: float, week: str | None) -> tuple[str, str | None]:
-    """``(review week, sample week)``: by default the week before the latest mature one, and that one."""
+    """``(review week, sample week)``: by default the week before the latest mature one, and that one.
+
+    A ``week`` not mature at ``as_of`` is refused (``ValueError``): its review would be provisional, and
+    the markers would keep it from being redone once it matures.
+    """
     mature = latest_mature(as_of, lag_days)
+    if week is not None and monday_of(week) > monday_of(mature):
+        raise ValueError(f"--week {week} is not mature at {as_of.isoformat()} (the latest mature week is "
+                         f"{mature}): review it early with pipelines run and review, not weekly")
     review = week or label(monday_of(mature) - dt.timedelta(weeks=1))
     following = label(monday_of(review) + dt.timedelta(weeks=1))
     return review, following if monday_of(following) <= monday_of(mature) else None

@@ -7,9 +7,10 @@ fresh folder holding only ``.venv`` and the example catalogs (as a checkout afte
 ``.venv/bin`` first on ``PATH``, as a reader with the environment activated would type them.
 
 A quick start that starts the scorer and the sidecar must end with a scored row: the output of its
-``records stats`` line reports at least one ``scored`` proposal. Background jobs it leaves running fail
-it (it must say how to stop what it started). Services listen on loopback ports the test picks and
-passes in their variables (``SCORER_PORT``, ``SHADOW_PORT``), so docs address them as
+``records stats`` line reports at least one ``scored`` proposal. A line ending in a ``#=> TEXT`` comment
+must print TEXT (the doc says what the reader will see; the test reads it from there). Background jobs
+it leaves running fail it (it must say how to stop what it started). Services listen on loopback ports
+the test picks and passes in their variables (``SCORER_PORT``, ``SHADOW_PORT``), so docs address them as
 ``localhost:${SHADOW_PORT:-8470}``: the default for a reader, a free port here.
 """
 
@@ -27,6 +28,8 @@ from tests.doc_shell import Shell, checkout, scored_rows
 ROOT = Path(__file__).resolve().parents[1]
 RUNNABLE = re.compile(r"^```sh runnable[ \t]*\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
 QUICK_STARTS = ("README.md", "docs/sidecar.md", "docs/quickstart.md")
+EXPECT = re.compile(r"#=> (.+?)\s*$")
+"""A runnable line's ``#=> TEXT`` comment: what its output must hold."""
 EXAMPLE_ID = re.compile(r'"decision_type": "ticket_routing", "decision_id": "([^"]+)"')
 
 
@@ -57,7 +60,10 @@ def test_runnable_blocks_are_found() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", docs_with_runnable_blocks(), ids=lambda p: p.name)
 def test_doc_blocks_run_as_printed(doc: Path, tmp_path: Path) -> None:
-    """Every line of the doc's runnable blocks exits 0, in order; `records stats` shows a scored row."""
+    """Every line of the doc's runnable blocks exits 0, in order, printing its ``#=>`` text.
+
+    `records stats` shows a scored row.
+    """
     folder = tmp_path / "checkout"
     shell = Shell(folder, checkout(folder))
     try:
@@ -65,8 +71,27 @@ def test_doc_blocks_run_as_printed(doc: Path, tmp_path: Path) -> None:
             output = shell.run(line)
             if "records stats" in line:
                 assert scored_rows(output) >= 1, output
+            expected = EXPECT.search(line)
+            assert expected is None or expected[1] in output, f"{line!r} printed no {expected}: {output}"
     finally:
         shell.stop()
+
+
+def test_operations_rehearsal_ends_with_go_then_wait_for_an_immature_week() -> None:
+    """docs/operations.md's runnable lines say the weekly review goes, then an immature week's does not.
+
+    What they print is checked when they run (`test_doc_blocks_run_as_printed[operations.md]`): the weekly
+    run reviews 2026-W47 on generated records with audits and production wrong on 10% and says GO for
+    every verdict; a second run does no work; 2026-W48, reviewed before it matures, says WAIT: not final.
+    """
+    lines = runnable_lines((ROOT / "docs" / "operations.md").read_text(encoding="utf-8"))
+    said = [(line, found[1]) for line in lines if (found := EXPECT.search(line))]
+    immature = "**WAIT** — default is not decided yet: outcomes of 2026-W48 not final yet"
+    assert [text for _, text in said] == ["[4/5] review: 2026-W47: GO ->",
+                                         "nothing to do, every step's output exists", immature]
+    assert "--production-error-rate 0.1 --audit" in lines[0]
+    assert all(word in said[0][0] for word in ("semif-shadow weekly", "--policies"))
+    assert "semif-shadow review" in said[2][0]
 
 
 def test_example_decision_ids_are_in_the_example_catalogs_samples() -> None:

@@ -86,6 +86,8 @@ def test_weeks_review_the_week_before_the_latest_mature_one() -> None:
     assert weeks_for(instant, 3, None) == ("2026-W47", "2026-W48")
     assert weeks_for(instant - dt.timedelta(hours=7), 3, None) == ("2026-W46", "2026-W47")
     assert weeks_for(instant, 3, "2026-W48") == ("2026-W48", None)  # W49 is not mature: no sample yet
+    with pytest.raises(ValueError, match="2026-W49 is not mature"):
+        weeks_for(instant, 3, "2026-W49")
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(records: Path, tmp_path: Path) -> None:
