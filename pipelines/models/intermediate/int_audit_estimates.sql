@@ -15,7 +15,7 @@
 --
 -- The interval is MOVER (Zou & Donner 2008) over Wilson score intervals (Wilson 1927) per stratum:
 -- `below` = sum_h W_h^2 (p_h - l_h)^2 and `above` = sum_h W_h^2 (u_h - p_h)^2, with (l_h, u_h) the Wilson
--- interval of p_h on n_h (paired: k_h) decisions at z; `between` = sum_h W_h (q_h p_h - theta)^2 / N^, the
+-- interval of p_h on n_h (paired: k_h) decisions at z; `size_var` = sum_h W_h (q_h p_h - theta)^2 / N^, the
 -- variance from the strata's sizes being random, plus (paired measures) sum_h W_h^2 p_h^2 q_h (1 - q_h) / n_h,
 -- the variance of the discordant share q_h where it is sampled (zero where it is 0 or 1). Wilson keeps its
 -- coverage with 0-3 events or a single audit in a stratum, where the linearized (Wald) variance collapses.
@@ -105,7 +105,7 @@ sums as (  -- strata with nothing to share over (n = 0) weigh nothing
 spread as (
     select wilson.sample_id, wilson.decision_type, wilson.week, wilson.model_key, wilson.measure,
         sum(wilson.stratum_w * power(wilson.mu - sums.estimate, 2)) / max(domains.domain)
-            + max(sums.discordance) as between
+            + max(sums.discordance) as size_var
     from wilson
     join sums using (sample_id, decision_type, week, model_key, measure)
     join domains using (sample_id, decision_type, week, model_key)
@@ -116,7 +116,7 @@ final as (
     select
         domains.decision_type, domains.week_start, domains.week, domains.sample_id, domains.model_key,
         sums.measure, domains.decisions, domains.audited, domains.domain, domains.every_stratum_audited,
-        sums.estimate, sums.below, sums.above, sums.variance, spread.between, params.z
+        sums.estimate, sums.below, sums.above, sums.variance, spread.size_var, params.z
     from domains
     join sums using (sample_id, decision_type, week, model_key)
     join spread using (sample_id, decision_type, week, model_key, measure)

@@ -10,9 +10,9 @@
 -- Donner 2008; Newcombe 1998, method 10, for one stratum): with (l_A, u_A) and (l_B, u_B) their MOVER-Wilson
 -- limits and rho their correlation (from the linearized variances: cov = (V_A + V_B - V_diff) / 2; negative,
 -- as a decision where one is right and the other wrong counts on one side only),
--- diff_low  = diff - sqrt((A - l_A)^2 + (u_B - B)^2 - 2 rho (A - l_A)(u_B - B) + z^2 between),
--- diff_high = diff + sqrt((u_A - A)^2 + (B - l_B)^2 - 2 rho (u_A - A)(B - l_B) + z^2 between),
--- `between` the difference's variance from the strata's sizes. Null while a stratum has no audit.
+-- diff_low  = diff - sqrt((A - l_A)^2 + (u_B - B)^2 - 2 rho (A - l_A)(u_B - B) + z^2 size_var),
+-- diff_high = diff + sqrt((u_A - A)^2 + (B - l_B)^2 - 2 rho (u_A - A)(B - l_B) + z^2 size_var),
+-- `size_var` the difference's variance from the strata's sizes. Null while a stratum has no audit.
 with estimates as (
     select * from int_audit_estimates
     where model_key <> 'production'
@@ -21,11 +21,11 @@ with estimates as (
 sides as (
     select
         d.decision_type, d.week_start, d.week, d.sample_id, d.model_key, d.decisions, d.audited, d.domain,
-        d.every_stratum_audited, d.z, d.estimate as diff, d.between, d.variance as v_diff,
+        d.every_stratum_audited, d.z, d.estimate as diff, d.size_var, d.variance as v_diff,
         a.estimate as a, a.below as a_below, a.above as a_above, a.variance as v_a,
         b.estimate as b, b.below as b_below, b.above as b_above, b.variance as v_b,
-        m.estimate as candidate, m.below as m_below, m.above as m_above, m.between as m_between,
-        p.estimate as production, p.below as p_below, p.above as p_above, p.between as p_between
+        m.estimate as candidate, m.below as m_below, m.above as m_above, m.size_var as m_size_var,
+        p.estimate as production, p.below as p_below, p.above as p_above, p.size_var as p_size_var
     from estimates as d
     join estimates as a
         on a.sample_id = d.sample_id and a.decision_type = d.decision_type and a.week = d.week
@@ -55,20 +55,20 @@ final as (
         audited::bigint as audited, domain as scored_decisions,
         case when every_stratum_audited then diff end as diff,
         case when every_stratum_audited then diff - sqrt(greatest(
-            a_below + b_above - 2 * rho * sqrt(a_below * b_above) + z * z * between, 0.0)) end as diff_low,
+            a_below + b_above - 2 * rho * sqrt(a_below * b_above) + z * z * size_var, 0.0)) end as diff_low,
         case when every_stratum_audited then diff + sqrt(greatest(
-            a_above + b_below - 2 * rho * sqrt(a_above * b_below) + z * z * between, 0.0)) end as diff_high,
+            a_above + b_below - 2 * rho * sqrt(a_above * b_below) + z * z * size_var, 0.0)) end as diff_high,
         case when every_stratum_audited then rho end as rho,
         case when every_stratum_audited then candidate end as candidate_correctness,
         case when every_stratum_audited
-            then greatest(candidate - sqrt(m_below + z * z * m_between), 0.0) end as candidate_low,
+            then greatest(candidate - sqrt(m_below + z * z * m_size_var), 0.0) end as candidate_low,
         case when every_stratum_audited
-            then least(candidate + sqrt(m_above + z * z * m_between), 1.0) end as candidate_high,
+            then least(candidate + sqrt(m_above + z * z * m_size_var), 1.0) end as candidate_high,
         case when every_stratum_audited then production end as production_correctness,
         case when every_stratum_audited
-            then greatest(production - sqrt(p_below + z * z * p_between), 0.0) end as production_low,
+            then greatest(production - sqrt(p_below + z * z * p_size_var), 0.0) end as production_low,
         case when every_stratum_audited
-            then least(production + sqrt(p_above + z * z * p_between), 1.0) end as production_high
+            then least(production + sqrt(p_above + z * z * p_size_var), 1.0) end as production_high
     from correlated
 )
 

@@ -6,8 +6,8 @@
 --
 -- Estimates, intervals and their references: `int_audit_estimates` (a stratified mean over the model's
 -- scored decisions; MOVER over per-stratum Wilson intervals, no finite-population correction).
--- low = theta - sqrt(below + z^2 between), high = theta + sqrt(above + z^2 between), clipped to [0, 1];
--- `correctness_se` = sqrt(variance + between), the linearized standard error. Every estimate is null while a
+-- low = theta - sqrt(below + z^2 size_var), high = theta + sqrt(above + z^2 size_var), clipped to [0, 1];
+-- `correctness_se` = sqrt(variance + size_var), the linearized standard error. Every estimate is null while a
 -- stratum of the sample has no audit (the sample then says nothing about that stratum's decisions).
 with estimates as (
     select * from int_audit_estimates
@@ -17,9 +17,9 @@ bounded as (
     select
         estimates.*,
         case when every_stratum_audited then estimate end as shown,
-        case when every_stratum_audited then sqrt(variance + between) end as se,
-        case when every_stratum_audited then greatest(estimate - sqrt(below + z * z * between), 0.0) end as low,
-        case when every_stratum_audited then least(estimate + sqrt(above + z * z * between), 1.0) end as high
+        case when every_stratum_audited then sqrt(variance + size_var) end as se,
+        case when every_stratum_audited then greatest(estimate - sqrt(below + z * z * size_var), 0.0) end as low,
+        case when every_stratum_audited then least(estimate + sqrt(above + z * z * size_var), 1.0) end as high
     from estimates
 ),
 
