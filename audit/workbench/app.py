@@ -4,8 +4,9 @@ Plain HTTP off loopback is refused before anything opens (``guards.check_exposur
 
 The context opens, in order:
 
-- the sessions: the sample's decision types and their sign-in tokens (a type without one: no start),
-  and the sign-in limits;
+- the sessions: the sample's decision types and their sign-in tokens, and the sign-in limits. A type
+  the catalog lacks, or without a token, is not served (one line on stderr names it and why); with no
+  type left, no start;
 - the sidecar's durable record store, on the workbench's own spool. It starts before anything reads
   the audits: its recovery publishes what a killed workbench left in the journal, so the audits read
   next include every acknowledged answer;
@@ -15,6 +16,7 @@ The context opens, in order:
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -56,18 +58,24 @@ def init_app(settings: WorkbenchSettings, environ: Mapping[str, str]) -> web.App
     return app
 
 
-def tokens(catalog: Catalog, types: set[str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Each served type's sign-in token; a type without one cannot be served (fails closed)."""
-    found = {}
+def tokens(catalog: Catalog, types: set[str], environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Each servable type's sign-in token, and why each other type cannot be served (fails closed).
+
+    A type the catalog lacks, or whose token variable is unset, is left out; `SetupError` if none is left.
+    """
+    found, refused = {}, []
     for name in sorted(types):
         dtype = catalog.decision_types.get(name)
         if dtype is None:
-            raise SetupError(f"decision type {name!r} of the sample is not in the catalog")
-        if not dtype.auth_token_env or not environ.get(dtype.auth_token_env):
+            refused.append(f"decision type {name!r} of the sample is not in the catalog")
+        elif not dtype.auth_token_env or not environ.get(dtype.auth_token_env):
             variable = dtype.auth_token_env or "auth_token_env (unset in the catalog)"
-            raise SetupError(f"decision type {name!r} needs a sign-in token: set {variable}")
-        found[name] = environ[dtype.auth_token_env]
-    return found
+            refused.append(f"decision type {name!r} needs a sign-in token: set {variable}")
+        else:
+            found[name] = environ[dtype.auth_token_env]
+    if not found:
+        raise SetupError("; ".join(refused))
+    return found, refused
 
 
 def _records_ctx(environ: Mapping[str, str]) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -77,7 +85,11 @@ def _records_ctx(environ: Mapping[str, str]) -> Callable[[web.Application], Asyn
         sample = reading.read_sample(records, settings.week, settings.decision_type)
         limits = SignInLimits(settings.sign_in_client_failures, settings.sign_in_type_failures,
                               settings.sign_in_window_s)
-        app[SESSIONS] = Sessions(tokens(app[CATALOG], {r.decision_type for r in sample}, environ), limits)
+        served, refused = tokens(app[CATALOG], {r.decision_type for r in sample}, environ)
+        for reason in refused:
+            sys.stderr.write(f"audit workbench: not serving {reason}\n")
+        sample = [r for r in sample if r.decision_type in served]
+        app[SESSIONS] = Sessions(served, limits)
         async with RecordStore(records) as store:
             loop = asyncio.get_running_loop()
             worklist = Worklist(sample, settings.claim_s)

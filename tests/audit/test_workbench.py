@@ -12,8 +12,10 @@ import pytest
 import yaml
 from aiohttp import web
 
-from audit.workbench.app import init_app
+from audit.workbench.app import init_app, tokens
+from audit.workbench.errors import SetupError
 from audit.workbench.middlewares import SECURITY_HEADERS
+from contracts.catalog import load_catalog
 from contracts.records import NONE_OF_THESE
 from tests.audit import serving, week
 from tests.audit.forms import hidden, option_values
@@ -268,3 +270,13 @@ async def test_a_token_opens_its_own_decision_type_only(
                                                  "answer": "billing"})
     assert forged.status == 404
     assert (await forged.json())["error"]["field"] == "decision_id"
+
+
+def test_a_type_the_catalog_lacks_or_without_a_token_is_named_and_left_out(tmp_path: Path) -> None:
+    """The workbench serves the types it can and names the others; with none left it does not start."""
+    catalog = load_catalog(week.catalog(tmp_path / "catalog.yaml"))
+    served, refused = tokens(catalog, {week.TYPE, "other_type"}, {week.TOKEN_ENV: week.TOKEN})
+    assert served == {week.TYPE: week.TOKEN}
+    assert refused == ["decision type 'other_type' of the sample is not in the catalog"]
+    with pytest.raises(SetupError, match="'other_type' of the sample is not in the catalog; decision type"):
+        tokens(catalog, {week.TYPE, "other_type"}, {})
