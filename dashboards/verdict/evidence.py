@@ -13,6 +13,7 @@ candidate's calibration (``calibration``; not a verdict input). Both are importa
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -74,7 +75,11 @@ class Maturity:
     matures_at: str | None = None
     lag_days: float | None = None
     delay_p99_hours: dict[str, float] = field(default_factory=dict)
-    """Observed p99 outcome delay per source in the week (``label_delay`` mart)."""
+    """Observed p99 outcome delay per source (``label_delay`` mart) of ``delay_week``."""
+    delay_week: str | None = None
+    """The week the delays are read from: the latest whose row was computed at least ``SETTLED_DAYS`` after
+    it ended (its slow outcomes in), else the most settled there is (``delay_settled`` false)."""
+    delay_settled: bool = True
 
     def describe(self) -> str:
         """``outcomes of 2026-W48 final`` or ``outcomes of 2026-W48 not final: it matures at ...``."""
@@ -248,16 +253,44 @@ def gather(
 
 
 def maturity_of(marts: Marts, decision_type: str, row: pd.Series | None) -> Maturity:
-    """The review week's maturity (the row's ``mature``; marts without the column read as mature)."""
+    """The review week's maturity (the row's ``mature``; marts without the column read as mature).
+
+    The outcome delays come from a week old enough for its slow outcomes to have arrived (``settled``): a
+    recent week's p99 is cut off at its run's ``as_of`` and reads low.
+    """
     mature = not has_value(row, "mature") or bool(row["mature"])  # type: ignore[index]
     matures_at = str(row["matures_at"]) if has_value(row, "matures_at") else None  # type: ignore[index]
-    delays = marts.of_week_if_built("label_delay")
-    if delays is None or delays.empty or "p99_hours" not in delays:
+    frame = marts.frames.get("label_delay")
+    if frame is None or frame.empty or "p99_hours" not in frame:
         return Maturity(mature, marts.week, matures_at)
-    delays = delays[delays["decision_type"] == decision_type]
-    lag = float(delays["maturity_lag_days"].iloc[0]) if not delays.empty else None
+    delays = frame[(frame["decision_type"] == decision_type) & (frame["week"] <= marts.week)]
+    if delays.empty:
+        return Maturity(mature, marts.week, matures_at)
+    week, is_settled = settled(delays)
+    delays = delays[delays["week"] == week]
+    lag = float(delays["maturity_lag_days"].iloc[0])
     p99 = {str(r.source): float(r.p99_hours) for r in delays.itertuples() if not is_missing(r.p99_hours)}
-    return Maturity(mature, marts.week, matures_at, lag, p99)
+    return Maturity(mature, marts.week, matures_at, lag, p99, week, is_settled)
+
+
+SETTLED_DAYS = 14
+"""Days after its end a week's outcome delays are read as complete enough for the maturity warning."""
+
+
+def settled(delays: pd.DataFrame) -> tuple[str, bool]:
+    """The latest week computed ``SETTLED_DAYS`` after it ended (``True``), else the most settled one."""
+    weeks = sorted(set(delays["week"]))
+    if "as_of" not in delays:
+        return weeks[-1], False
+    age: dict[str, float] = {}
+    for r in delays.itertuples():
+        week = str(r.week)
+        monday = dt.date.fromisocalendar(int(week[:4]), int(week[6:]), 1)
+        ended = dt.datetime.combine(monday + dt.timedelta(weeks=1), dt.time(), dt.UTC)
+        days = (r.as_of - ended).total_seconds() / 86_400
+        age[week] = max(age.get(week, -math.inf), days)
+    ready = [w for w in weeks if age[w] >= SETTLED_DAYS]
+    return (ready[-1], True) if ready else (max(weeks, key=lambda w: age[w]), False)
 
 
 def health_of(marts: Marts, decision_type: str, candidate: str, row: pd.Series | None) -> Health:

@@ -136,6 +136,13 @@ def label_shift_check(e: Evidence, c: ReviewConfig) -> Check:
     )
 
 
+def _of(e: Evidence) -> str:
+    week, settled = e.maturity.delay_week, e.maturity.delay_settled
+    if week is None:
+        return "the review week"
+    return f"{week}" if settled else f"{week}, too recent for its slowest outcomes: the p99 may read low"
+
+
 def label_delay_warning(e: Evidence) -> list[Check]:
     """A warning per outcome source whose observed p99 delay exceeds the configured maturity lag."""
     lag = e.maturity.lag_days
@@ -146,7 +153,7 @@ def label_delay_warning(e: Evidence) -> list[Check]:
             LABEL_DELAY,
             passed=p99 / 24 <= lag,
             detail=f"{source or 'outcomes'}: p99 delay {p99 / 24:.1f} days vs PIPELINES_MATURITY_LAG_DAYS "
-            f"{lag:g}; recommended lag {math.ceil(p99 / 24)} days (label_delay mart)",
+            f"{lag:g}; recommended lag {math.ceil(p99 / 24)} days (label_delay mart, {_of(e)})",
             kind="warning",
         )
         for source, p99 in sorted(e.maturity.delay_p99_hours.items())

@@ -367,6 +367,30 @@ def test_a_maturity_lag_under_the_observed_p99_delay_warns_without_blocking() ->
     assert any(r.startswith("warning: ") and "recommended lag 5 days" in r for r in v.reasons)
 
 
+def test_the_delay_warning_reads_a_settled_week_not_the_review_weeks_cut_off_p99() -> None:
+    """A settled week's delays are read, not the review week's cut-off ones; the warning names the week.
+
+    The review week's delays (computed before it ended: p99 40 h) read low; W45's (16 days after it ended:
+    p99 120 h) are read.
+
+    With W45 computed 3 days after it ended, the most settled week is read and the warning says it may read
+    low.
+    """
+    marts = crafted(delay_p99_hours=40.0)
+    review_week = marts.frames["label_delay"].assign(as_of=pd.Timestamp("2026-11-25", tz="UTC"))
+    early = review_week.assign(week="2026-W45", p99_hours=120.0, as_of=pd.Timestamp("2026-11-25", tz="UTC"))
+    marts.frames["label_delay"] = pd.concat([early, review_week], ignore_index=True)
+    v = verdict_of(marts)
+    assert [k.rule for k in v.warnings] == [LABEL_DELAY]
+    (warning,) = v.warnings
+    assert "recommended lag 5 days" in warning.detail
+    assert "(label_delay mart, 2026-W45)" in warning.detail
+    recent = early.assign(as_of=pd.Timestamp("2026-11-12", tz="UTC"))  # 3 days after W45 ended
+    marts.frames["label_delay"] = pd.concat([recent, review_week], ignore_index=True)
+    (warning,) = verdict_of(marts).warnings
+    assert "too recent for its slowest outcomes" in warning.detail
+
+
 def test_extra_gates_block_go_and_are_named() -> None:
     """A gate another module adds (a non-inferiority check, say) fails: wait, binding on that gate."""
     from dashboards.verdict.decision import Check  # noqa: PLC0415
