@@ -85,10 +85,8 @@ def score_branches(
     layout.placed(batch)
     rt.decode(batch)
     computed = len(batch)
-    logits = [
-        rt.log_softmax_at(end, [o[0] for o in seg.options]).copy()
-        for end, seg in zip(ends, segs, strict=True)
-    ]
+    firsts = rt.log_probs([(end, [o[0] for o in seg.options]) for end, seg in zip(ends, segs, strict=True)])
+    logits = [first.copy() for first in firsts]
     branches = [(j, i) for j, seg in enumerate(segs) for i, o in enumerate(seg.options) if len(o) > 1]
     free_seqs = rt.config.n_seq_max - len(segs) - 2
     step = rt.config.n_batch
@@ -130,10 +128,12 @@ def _decode_group(  # noqa: PLR0913  (one call's whole state; keyword-only where
         batch.extend(Token(t, base + k, (slot,), logits=True) for k, t in enumerate(segs[j].options[i][:-1]))
     layout.placed(batch)
     rt.decode(batch)
-    for (j, i), index in zip(group, starts, strict=True):
-        option = segs[j].options[i]
-        for k in range(len(option) - 1):
-            logits[j][i] += float(rt.log_softmax_at(index + k, [option[k + 1]])[0])
+    picks = [(index + k, [segs[j].options[i][k + 1]])
+             for (j, i), index in zip(group, starts, strict=True) for k in range(len(segs[j].options[i]) - 1)]
+    values = iter(rt.log_probs(picks))
+    for j, i in group:
+        for _ in range(len(segs[j].options[i]) - 1):
+            logits[j][i] += float(next(values)[0])
     for slot in range(first_seq, first_seq + len(group)):
         rt.seq_rm(slot, -1, -1)
     layout.rewind(rt, mark)

@@ -314,13 +314,10 @@ class Engine:
         self.layout.placed(batch)
         self.rt.decode(batch)
         self.stats.tokens_computed += len(batch)
-        tails: list[float] = []
-        for i, index in zip(group, starts, strict=True):
-            option = seg.options[i]
-            rows = [
-                float(self.rt.log_softmax_at(index + k, [option[k + 1]])[0]) for k in range(len(option) - 1)
-            ]
-            tails.append(float(np.sum(rows)))
+        picks = [(index + k, [seg.options[i][k + 1]])
+                 for i, index in zip(group, starts, strict=True) for k in range(len(seg.options[i]) - 1)]
+        values = iter(self.rt.log_probs(picks))  # every row of the call reduced in one go
+        tails = [float(np.sum([float(next(values)[0]) for _ in seg.options[i][1:]])) for i in group]
         for slot in range(1, len(group) + 1):
             self.rt.seq_rm(slot, -1, -1)
         self.layout.rewind(self.rt, mark)

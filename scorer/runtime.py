@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ import llama_cpp
 import numpy as np
 
 from scorer.errors import ModelError, RuntimeFailure
+from scorer.logprobs import FloatArray, RowReducer, log_softmax_row
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -136,6 +136,10 @@ class LlamaRuntime:
         self.n_swa: int = llama_cpp.llama_model_n_swa(self._model)
         self._batch = llama_cpp.llama_batch_init(config.n_batch, 0, config.n_seq_max)
         self._scratch = np.empty(self.n_vocab, dtype=np.float32)
+        self._reducer = RowReducer(self.n_vocab, config.n_threads)
+        fields = (self._batch.token, self._batch.pos, self._batch.n_seq_id, self._batch.logits)
+        self._fields = [np.ctypeslib.as_array(f, shape=(config.n_batch,)) for f in fields]
+        self._seq_rows = [self._batch.seq_id[i] for i in range(config.n_batch)]
         self._closed = False
 
     # -- text <-> tokens ------------------------------------------------------------------------
@@ -212,38 +216,33 @@ class LlamaRuntime:
             return
         if len(tokens) > self.config.n_batch:
             raise ValueError(f"{len(tokens)} tokens exceed n_batch={self.config.n_batch}")
-        batch = self._batch
-        for i, tok in enumerate(tokens):
-            batch.token[i] = tok.id
-            batch.pos[i] = tok.pos
-            batch.n_seq_id[i] = len(tok.seq_ids)
+        n = len(tokens)
+        token, pos, n_seq_id, logits = self._fields  # numpy views of the batch's arrays, set in bulk
+        token[:n] = [t.id for t in tokens]
+        pos[:n] = [t.pos for t in tokens]
+        n_seq_id[:n] = [len(t.seq_ids) for t in tokens]
+        logits[:n] = [t.logits for t in tokens]
+        for row, tok in zip(self._seq_rows, tokens):  # noqa: B905  (rows: n_batch of them, tokens: fewer)
             for j, seq in enumerate(tok.seq_ids):
-                batch.seq_id[i][j] = seq
-            batch.logits[i] = tok.logits
-        batch.n_tokens = len(tokens)
-        rc = llama_cpp.llama_decode(self._ctx, batch)
+                row[j] = seq
+        self._batch.n_tokens = n
+        rc = llama_cpp.llama_decode(self._ctx, self._batch)
         if rc != 0:
             raise RuntimeFailure(f"llama_decode returned {rc} for a batch of {len(tokens)} tokens")
 
-    def log_softmax_at(
-        self, batch_index: int, token_ids: Sequence[int]
-    ) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """Log-probabilities of ``token_ids`` under the logits of the last batch's token ``batch_index``.
+    def log_softmax_at(self, batch_index: int, token_ids: Sequence[int]) -> FloatArray:
+        """Log-probabilities of ``token_ids`` under the logits of the last batch's token ``batch_index``."""
+        return log_softmax_row(self._row(batch_index), token_ids, self._scratch)
 
-        The 262k-entry row is reduced in float32 with a max shift (sum accumulated in float64);
-        only the requested entries are copied out.
-        """
+    def log_probs(self, picks: Sequence[tuple[int, Sequence[int]]]) -> list[FloatArray]:
+        """`log_softmax_at` of each ``(batch_index, token_ids)``, reduced together (`scorer.logprobs`)."""
+        return self._reducer.reduce([(self._row(index), ids) for index, ids in picks])
+
+    def _row(self, batch_index: int) -> np.ndarray[Any, np.dtype[np.float32]]:
         ptr = llama_cpp.llama_get_logits_ith(self._ctx, batch_index)
         if not ptr:
             raise RuntimeFailure(f"no logits for batch index {batch_index}")
-        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-        peak = row.max()
-        scratch = self._scratch  # one buffer for every row: no 1 MB temporaries per call
-        np.subtract(row, peak, out=scratch)
-        np.exp(scratch, out=scratch)
-        lse = float(peak) + math.log(float(scratch.sum(dtype=np.float64)))
-        picked = row[np.asarray(token_ids, dtype=np.int64)].astype(np.float64)
-        return picked - lse
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     # -- KV memory ------------------------------------------------------------------------------
 
@@ -279,6 +278,7 @@ class LlamaRuntime:
         if self._closed:
             return
         self._closed = True
+        self._reducer.close()
         llama_cpp.llama_batch_free(self._batch)
         llama_cpp.llama_free(self._ctx)
         llama_cpp.llama_model_free(self._model)

@@ -81,7 +81,11 @@ class ScorerSettings(BaseSettings):
         description="score waiting decisions together (unset: on in the batch-invariant mode, where the "
         "scores do not move; off otherwise, where they move within the option-batching tolerance)",
     )
-    cross_batch_max: int = Field(default=16, ge=1, le=64, description="decisions per cross-request batch")
+    cross_batch_max: int = Field(
+        default=64, ge=1, le=256,
+        description="decisions taken off the queue together; the engine packs them into decode calls "
+        "within SCORER_N_BATCH tokens and 254 sequences (a larger SCORER_N_BATCH puts more in one call)",
+    )
     batch_wait_ms: float = Field(
         default=2.0, ge=0, le=100,
         description="cross-request batching: how long an idle server waits for others to join a decision",

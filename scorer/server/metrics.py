@@ -42,7 +42,7 @@ class ServerMetrics:
         self.batch_size = Histogram(
             "semif_batch_decisions",
             "Decisions scored per model call",
-            buckets=(1, 2, 4, 8, 16, 32, 64),
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
             registry=r,
         )
         self.model_load = Gauge("semif_model_load_seconds", "Time to load the model", registry=r)

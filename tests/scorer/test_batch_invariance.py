@@ -3,9 +3,9 @@
 `SCORER_BATCH_INVARIANT=true` turns off llama.cpp's repacked CPU kernels and scores each decision's
 suffix and option branches in one call, each decision's tokens starting on a KV cell that is a multiple
 of 8 (`scorer.merged`, `scorer.cells`). Each decision below is scored alone first; then in cross-request
-batches of every size up to the server's default limit (16) mixed with another decision type, and
-through the server with further requests arriving while a batch is being scored. Every logit must equal
-its solo value exactly: the same float64, bit for bit (`TOLERANCE` is 0).
+batches of every size up to 16 mixed with another decision type, 24 in one decode call (a larger
+``n_batch``), and through the server with further requests arriving while a batch is being scored.
+Every logit must equal its solo value exactly: the same float64, bit for bit (`TOLERANCE` is 0).
 
 Deliberate breaks seen failing (docs/development.md): no pads before a block in a shared call
 (`layout.start_segment` left out of `merged.score`: `test_eight_decisions_of_one_type_in_one_call`, 0.268
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from contracts.semif import ScoreRequest, ScoreResponse
-from scorer import merged
+from scorer import crossbatch, merged
 from scorer.engine import Engine
 from scorer.server.app import init_app
 from scorer.settings import ScorerSettings
@@ -56,7 +56,8 @@ ROUTE = [  # single- and multi-token options, two sharing their first token
 ]
 PRIORITY = [("p1", "urgent: the customer is blocked"), ("p2", "high"), ("p3", "normal, within a week")]
 YES_NO = [("yes", "yes"), ("no", "no")]  # one token each: a decision alone asks for one logits row
-LIMIT = ScorerSettings.model_fields["cross_batch_max"].default
+LIMIT = 16
+"""Batch sizes tried against the solo logits: every one from 2 to this."""
 TOLERANCE = 0.0
 """No change at all: the docs promise the same bits, so a batch may not move a logit by one ulp."""
 
@@ -137,6 +138,22 @@ def test_batches_mixing_two_types_give_the_solo_logits(
             assert r.model.batch_invariant is True
             assert "cross-request" not in (r.model.segmentation or "")  # same bits, same identity
     assert worst <= TOLERANCE, f"worst logit change {worst:.3g} nats"
+
+
+@pytest.mark.slow
+def test_twenty_four_decisions_in_one_decode_call(model_path: Path) -> None:
+    """More than 16 decisions in one call (``n_batch`` 2048 holds 24 blocks): each gets its solo logits."""
+    eng = make_engine(model_path, batch_invariant=True, n_batch=2048)
+    try:
+        pool = [ScoreRequest.model_validate(_body("route", 10 * k + i, f"{t} (case {k})"))
+                for k in range(3) for i, t in enumerate(TICKETS)]
+        segs = {k: eng.prepare(r.question, [o.text for o in r.options], r.state_text()).seg
+                for k, r in enumerate(pool)}
+        assert crossbatch.plan(eng.rt, eng.layout, segs, merged.fits) == [list(range(len(pool)))]
+        alone = {r.decision_id: _logits(eng.score(r)) for r in pool}
+        assert _worst(eng.score_many(pool), alone) <= TOLERANCE
+    finally:
+        eng.close()
 
 
 def test_eight_decisions_of_one_type_in_one_call(invariant: Engine, solo: dict[str, np.ndarray]) -> None:

@@ -1,0 +1,1 @@
+"""The scorer's prepared CUDA run: bench/cuda/device.sh (on the GPU machine), prepare.sh (here)."""
