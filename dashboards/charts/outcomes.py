@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import altair as alt
-import numpy as np
 
 from dashboards.charts.encoding import AGREEMENT_COLUMNS, NAME, candidate_colour, rows_of_type
 from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
+from dashboards.intervals import wilson
 from dashboards.marts import ALL, CANDIDATE, CANDIDATE_NAME
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts
 
-Z95 = 1.959964
 STAGES = ["offered", "sampled", "scored", "with_outcome", "labelled"]
 
 
@@ -44,9 +43,8 @@ def agreement(marts: Marts, decision_type: str) -> Chart:
     """Agreement with production per candidate over weeks with Wilson 95% intervals (never "accuracy")."""
     t = rows_of_type(marts["agreement"], decision_type).rename(columns=AGREEMENT_COLUMNS)
     n, p = t["labelled"].astype(float), t["agreement"]
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * np.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / (1 + Z95**2 / n)
-    t = t.assign(low=centre - half, high=centre + half)
+    low, high = wilson(p, n)
+    t = t.assign(low=low, high=high)
     columns = ["week", NAME, CANDIDATE, "labelled", "agreement", "low", "high", "kappa", "baseline_agreement"]
     table = t[columns]
     base = alt.Chart(table).encode(x="week:O", color=candidate_colour())

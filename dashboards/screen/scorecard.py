@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dashboards.intervals import proportion_interval
 from dashboards.marts import ALL, CANDIDATE
 from dashboards.names import base_name, readable
 from dashboards.screen.stats import (
@@ -32,7 +33,6 @@ from dashboards.screen.stats import (
     per_accepted,
     ratio_difference,
     se_difference,
-    wilson,
 )
 from dashboards.verdict.decision import COST, COST_HARD, P99, P99_HARD, Decision, accepted_of
 
@@ -124,7 +124,7 @@ def champion_of(names: dict[str, str], evidence: dict[str, Evidence], configured
 def _pct(x: float, n: float) -> str:
     if n <= 0:
         return "n/a"
-    low, high = wilson(x, n)
+    low, high = proportion_interval(x, n)
     return f"{x / n:.1%} [{low:.1%}, {high:.1%}] of {int(n):,}"
 
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 from scipy.stats import binomtest, norm
 
+from dashboards.intervals import Z95, proportion_interval
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-Z95 = float(norm.ppf(0.975))
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,6 @@ class Difference:
     low: float
     high: float
     p: float | None
-
-
-def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (``(0, 1)`` with no trials)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def paired_difference(only_a: int, only_b: int, n: int) -> Difference:
@@ -65,7 +55,7 @@ def independent_difference(x_b: int, n_b: int, x_a: int, n_a: int) -> Difference
     if n_a == 0 or n_b == 0:
         return Difference(math.nan, math.nan, math.nan, None)
     p_b, p_a = x_b / n_b, x_a / n_a
-    (l_b, u_b), (l_a, u_a) = wilson(x_b, n_b), wilson(x_a, n_a)
+    (l_b, u_b), (l_a, u_a) = proportion_interval(x_b, n_b), proportion_interval(x_a, n_a)
     value = p_b - p_a
     low = value - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2)
     high = value + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dashboards.intervals import wilson
 from dashboards.marts import CANDIDATE
 from dashboards.verdict.checks import Check
 
@@ -56,13 +57,6 @@ STRATUM_SUMS = ("model_right", "production_right", "right_vs_wrong", "wrong_vs_r
 def look_alpha(alpha: float, look: int) -> float:
     """The level of look ``look`` (1, 2, ...): ``alpha * 6 / (pi^2 look^2)``, summing to ``alpha``."""
     return alpha * 6 / (math.pi**2 * look**2)
-
-
-def wilson(p: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson score interval of each share ``p`` on ``n`` decisions (Wilson 1927)."""
-    center = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z * z / (4 * n * n))
-    return center - half, center + half
 
 
 @dataclass(frozen=True)

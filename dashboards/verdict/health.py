@@ -29,10 +29,8 @@ from typing import TYPE_CHECKING
 
 from scipy.stats import binomtest, chi2_contingency
 
+from dashboards.intervals import Z95
 from dashboards.verdict.checks import Check
-
-Z95 = 1.959963984540054
-"""The two-sided 95% normal quantile."""
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig

@@ -15,11 +15,11 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from dashboards.config import DEFAULTS
+from dashboards.intervals import Z95
 from dashboards.marts import CANDIDATE, identity_of, load_marts
 from dashboards.report import review
 from dashboards.screen.scorecard import Row, Scorecard, recommend
 from dashboards.screen.stats import (
-    Z95,
     Difference,
     holm,
     independent_difference,
