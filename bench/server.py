@@ -44,7 +44,8 @@ from scorer.settings import ScorerSettings  # noqa: E402
 
 CLIENTS = (1, 4, 16, 64)
 ENGINES: list[str] = ["engine", "engine, batch-invariant"]
-COUNTERS = ("semif_tokens_computed_total", "semif_batch_decisions_sum", "semif_batch_decisions_count")
+COUNTERS = ("semif_tokens_computed_total", "semif_batch_decisions_sum", "semif_batch_decisions_count",
+            "process_cpu_seconds_total")
 
 
 def free_port() -> int:
@@ -102,7 +103,8 @@ async def load(url: str, bodies: list[dict[str, Any]], clients: int) -> dict[str
         after = await counters(session, url)
     moved = {name: after[name] - before[name] for name in COUNTERS}
     return {"wall": wall, "lat": latencies, "responses": [responses[i] for i in range(len(bodies))],
-            "tokens": moved[COUNTERS[0]], "per_round": moved[COUNTERS[1]] / max(moved[COUNTERS[2]], 1)}
+            "tokens": moved[COUNTERS[0]], "per_round": moved[COUNTERS[1]] / max(moved[COUNTERS[2]], 1),
+            "cpu": moved[COUNTERS[3]]}
 
 
 SETTINGS: dict[str, dict[str, str]] = {
@@ -250,22 +252,24 @@ def report(args: argparse.Namespace, runs: dict[str, list[Any]]) -> None:
           f"{args.repeats} repeat(s), medians; 'x serialized': against the serialized server, same clients")
     print()
     print("| setting | clients | decisions/s | p50 ms | p95 ms | p99 ms | tokens/s | per round "
-          "| x serialized |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| server CPU ms a decision | x serialized |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label in (k for k in ENGINES if k in runs):
         lat = runs[label][0]["lat"]
         rate = med(n / r["wall"] for r in runs[label])
         print(f"| in-process {label} | 1 | {rate:.2f} | {pct(lat, 50):.0f} | {pct(lat, 95):.0f} | "
-              f"{pct(lat, 99):.0f} | | 1 | {rate / base:.2f}x (vs engine) |")
+              f"{pct(lat, 99):.0f} | | 1 | | {rate / base:.2f}x (vs engine) |")
     serial = {c: med(n / r[c]["wall"] for r in runs["server (serialized)"]) for c in args.clients}
     for label in (k for k in SETTINGS if k in runs):
         for c in args.clients:
             rate = med(n / r[c]["wall"] for r in runs[label])
             tokens = med(r[c]["tokens"] / r[c]["wall"] for r in runs[label])
             per_round = med(r[c]["per_round"] for r in runs[label])
+            cpu = med(r[c]["cpu"] * 1000 / n for r in runs[label])
             lat = runs[label][0][c]["lat"]
             print(f"| {label} | {c} | {rate:.2f} | {pct(lat, 50):.0f} | {pct(lat, 95):.0f} | "
-                  f"{pct(lat, 99):.0f} | {tokens:.0f} | {per_round:.1f} | {rate / serial[c]:.2f}x |")
+                  f"{pct(lat, 99):.0f} | {tokens:.0f} | {per_round:.1f} | {cpu:.0f} | "
+                  f"{rate / serial[c]:.2f}x |")
     print()
     for label in (k for k in SETTINGS if k in runs):
         own = "engine, batch-invariant" if "invariant" in label else "engine"
