@@ -10,8 +10,8 @@ where a pass is false), copying production's answer on ``--copy`` of the decisio
 mistakes there) and erring independently elsewhere. Every week: the records are written (the records
 contract, as the sidecar writes them), ``semif-shadow audit sample`` draws each type's sample with its
 defaults, a simulated auditor answers it with the truth (wrong on ``--auditor-error`` of its answers), and
-``semif-shadow pipelines run`` builds the marts; then the review's gate (``dashboards.verdict.correctness.
-gates``, what ``report.review`` hands to ``decide()``) is applied to every type and week, and ``decide()``
+``semif-shadow pipelines run`` builds the marts; then the review's gate (``dashboards.verdict.audited.
+gate``, which ``judge()`` applies with every other rule) is applied to every type and week, and ``judge()``
 itself to the first types. The table: how often the gate passed (per look and at any look), and how often
 the ``audited_difference`` mart's 95% intervals held the true rates (production's, the candidate's, and
 their difference).
@@ -35,8 +35,8 @@ from click.testing import CliRunner
 from contracts.records import OUTCOMES, RECORD_VERSION, TS
 from dashboards.config import ReviewConfig
 from dashboards.marts import load_marts
-from dashboards.verdict import correctness
-from dashboards.verdict.decision import decide
+from dashboards.verdict import audited
+from dashboards.verdict.decision import judge
 from dashboards.verdict.evidence import gather
 from pipelines import synth
 from pipelines.auditor import answer, audit_rows
@@ -162,7 +162,7 @@ def truths_of(setup: Setup) -> dict[str, float]:
 
 
 def review_week(out: Path, setup: Setup, week: int, result: Result, config: ReviewConfig) -> None:
-    """Apply the gate to every type in ``week``; check the mart's intervals; ``decide()`` the first types."""
+    """Apply the gate to every type in ``week``; check the mart's intervals; ``judge()`` the first types."""
     marts = load_marts(str(out), week_label(week))
     truth = truths_of(setup)
     rows = marts.of_week("audited_difference")
@@ -177,16 +177,18 @@ def review_week(out: Path, setup: Setup, week: int, result: Result, config: Revi
     for t in range(setup.types):
         name = f"t{t:05d}"
         (candidate,) = marts.candidates(name)
-        gates = correctness.gates(marts, name, candidate, config)
+        found = audited.gate(marts, name, candidate, config)
+        gates = [] if found is None else [found]
         result.passed[t, week] = bool(gates) and all(k.passed for k in gates)
         result.waited_on_auditors[t, week] = any("auditors disagree" in k.detail for k in gates)
         for column, held_by_type in checks:
             result.explained.setdefault(column, []).append(
                 bool(held_by_type.get(name)) or bool(result.waited_on_auditors[t, week]))
         if t < setup.decide_types:
-            verdict = decide(gather(marts, name, candidate, config.min_coverage), config, gates)
+            evidence = gather(marts, name, candidate, config.min_coverage)
+            verdict = judge(marts, name, candidate, evidence, config)
             result.decided.append(str(verdict.decision))
-            result.reasons += [r for r in verdict.reasons if correctness.RULE in r]
+            result.reasons += [r for r in verdict.reasons if audited.RULE in r]
 
 
 def simulate(setup: Setup, folder: Path, config: ReviewConfig | None = None) -> Result:

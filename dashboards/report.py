@@ -17,11 +17,12 @@ from dashboards import charts, gallery
 from dashboards.config import rules_applied
 from dashboards.marts import CANDIDATE, Marts, identity_of, row_of
 from dashboards.names import base_name, described, readable
-from dashboards.screen import banner, markup, trust
+from dashboards.screen import audits, banner, markup, trust
+from dashboards.screen.calibration import calibration_of
 from dashboards.screen.scorecard import adjust, representative, scorecards
 from dashboards.verdict import correctness
-from dashboards.verdict.decision import decide
-from dashboards.verdict.evidence import calibration_of, gather
+from dashboards.verdict.decision import judge
+from dashboards.verdict.evidence import gather
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
     from dashboards.charts.rendering import Chart
     from dashboards.config import ReviewConfig
     from dashboards.policies import Replayed
+    from dashboards.screen.calibration import Calibration
     from dashboards.screen.scorecard import Scorecard
     from dashboards.verdict.decision import Verdict
-    from dashboards.verdict.evidence import Calibration, Evidence
+    from dashboards.verdict.evidence import Evidence
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
@@ -123,10 +125,7 @@ def review(marts: Marts, config: ReviewConfig, policies: Sequence[Replayed] = ()
             c: gather(marts, decision_type, c, config.min_coverage, replayed.get((decision_type, c)))
             for c in candidates
         }
-        verdicts = {
-            c: decide(evidence[c], config, correctness.gates(marts, decision_type, c, config))
-            for c in candidates
-        }
+        verdicts = {c: judge(marts, decision_type, c, evidence[c], config) for c in candidates}
         verdict_index |= {(decision_type, c): v for c, v in verdicts.items()}
         keys += candidates
         cards += scorecards(marts, decision_type, evidence, config.champion)
@@ -204,8 +203,7 @@ def trend(marts: Marts, config: ReviewConfig, weeks: Sequence[str]) -> dict[str,
         past = Marts(frames, week, marts.source)
         for decision_type in past.decision_types():
             for c in past.candidates(decision_type):
-                gates = correctness.gates(past, decision_type, c, config)
-                v = decide(gather(past, decision_type, c, config.min_coverage), config, gates)
+                v = judge(past, decision_type, c, gather(past, decision_type, c, config.min_coverage), config)
                 out.setdefault((decision_type, c), {})[week] = str(v.decision)
     names = readable(c for _, c in out)
     several = len({t for t, _ in out}) > 1
@@ -286,7 +284,7 @@ def to_html(result: Review) -> str:
     )
     body = "".join(
         f"<section id='{html.escape(s.decision_type)}'><h2>{html.escape(s.decision_type)}</h2>"
-        f"{_identities(s)}{correctness.to_html(s.audited, readable(s.verdicts))}"
+        f"{_identities(s)}{audits.to_html(s.audited, readable(s.verdicts))}"
         f"{_verdicts(s)}{_gallery(s)}"
         f"<div class='charts'>{''.join(_figure(c) for c in s.charts)}</div></section>"
         for s in result.sections
@@ -320,7 +318,7 @@ def to_markdown(result: Review) -> str:
     lines += markup.scorecard_markdown([c for s in result.sections for c in s.scorecards], result.family)
     lines += ["## Who was right (audits)", ""]
     for s in result.sections:
-        lines += correctness.to_markdown(s.decision_type, s.audited, readable(s.verdicts))
+        lines += audits.to_markdown(s.decision_type, s.audited, readable(s.verdicts))
     lines += ["", "## Details", ""]
     for s in result.sections:
         lines += [f"- identity change in {s.decision_type}: {line}" for line in s.changed("")]

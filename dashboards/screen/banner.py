@@ -16,7 +16,8 @@ import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dashboards.verdict.decision import ENOUGH, LABEL_GATES, P99, P99_HARD, POLICY, Decision
+from dashboards.verdict.decision import ENOUGH, P99, P99_HARD, POLICY, Decision, Kind
+from dashboards.verdict.rules import kind_of
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
@@ -81,7 +82,7 @@ def gap(check: Check, e: Evidence, c: ReviewConfig) -> str:
 
 
 def _kind(rule: str) -> str:
-    return "hard limit" if "hard" in rule else "budget"
+    return "hard limit" if kind_of(rule) == Kind.REJECT else "budget"
 
 
 def binding_check(v: Verdict) -> Check | None:
@@ -96,9 +97,8 @@ def eta(v: Verdict, weekly_labels: float, week: str) -> str:
     if v.decision != Decision.WAIT:
         return "decided this week"
     binding = binding_check(v)
-    first = (
-        "" if binding is None or binding.rule in LABEL_GATES else f"not by waiting: {binding.rule} first; "
-    )
+    waits = binding is None or binding.kind == Kind.LABEL_GATE
+    first = "" if waits or binding is None else f"not by waiting: {binding.rule} first; "
     if v.eta is not None:
         return first + v.eta.detail
     if v.labels_needed <= 0:

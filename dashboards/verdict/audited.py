@@ -40,6 +40,7 @@ import numpy as np
 from dashboards.intervals import wilson
 from dashboards.marts import CANDIDATE
 from dashboards.verdict.checks import Check
+from dashboards.verdict.rules import AUDITED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.marts import Marts
 
-RULE = "audited correctness not worse than production's"
+RULE = AUDITED
 PRODUCTION = "production"
 """The audit marts' key for production's own outcome."""
 STRATUM_COUNTS = ("stratum_decisions", "audited", "units")

@@ -23,18 +23,22 @@ The data shape the banner and other modules read (stable; fields only added):
     failing check that blocks, in order); ``warnings`` (property: failed ``warning`` checks, never blocking).
 ``Check``
     ``rule`` (a stable name, the ``RULES`` constants), ``passed``, ``detail`` (the numbers), ``kind``
-    (``reject``, ``go``, ``health`` or ``warning``), ``state`` (``pass``, ``fail`` or ``no reference yet``).
+    (the rule's kind in ``rules.KINDS``: ``reject``, ``go``, ``label-gate``, ``health`` or ``warning``),
+    ``state`` (``pass``, ``fail`` or ``no reference yet``).
 ``Eta``
     ``labels_needed`` (more mature labelled accepted decisions at the policy for the lower bound to clear the
     target with 80% power at the current estimate; 0: enough; -1: more labels will not do), ``per_week``
     (the ledger's mature labelled accepted decisions per covered week), ``week`` (the ISO week whose
     labels are expected to complete them, or None), ``detail`` (one sentence).
 
-Other modules add go gates without touching the rules: ``decide(e, c, gates=[Check(...)])``.
+``judge`` applies every rule of the book to one candidate (the review calls it once per candidate and
+week); ``decide`` is its core over the evidence, and takes further go gates: ``decide(e, c,
+gates=[Check(...)])``.
 
-Where each part lives (every name importable from here): ``Check`` and its states in
-``checks``; the reject rules, go gates and rule names in ``gates``; the bounds' level
-and the ``Eta`` in ``eta``; the health checks in ``health``. This module decides.
+Where each part lives (every name importable from here): the rule names and their kinds in ``rules``;
+``Check`` and its states in ``checks``; the reject rules and go gates in ``gates``; the bounds' level and
+the ``Eta`` in ``eta``; the health checks in ``health``; the audited gate in ``audited``. This module
+decides.
 """
 
 from __future__ import annotations
@@ -43,14 +47,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from dashboards.verdict.audited import gate as audited_gate
 from dashboards.verdict.checks import FAIL, NO_REFERENCE, PASS, Check
 from dashboards.verdict.eta import Eta, alpha_of, eta_of
-from dashboards.verdict.gates import (
+from dashboards.verdict.gates import Accepted, accepted_of, go_checks, reject_checks, source_of
+from dashboards.verdict.health import health_checks, label_delay_warning
+from dashboards.verdict.rules import (
+    AUDITED,
     COST,
     COST_HARD,
     COVERAGE,
     ECE,
     ENOUGH,
+    HARD_LIMITS,
+    KINDS,
     LABEL_GATES,
     MATURE,
     P99,
@@ -62,27 +72,26 @@ from dashboards.verdict.gates import (
     RULES,
     SEVERE,
     SEVERE_REJECT,
-    Accepted,
-    accepted_of,
-    go_checks,
-    reject_checks,
-    source_of,
+    Kind,
 )
-from dashboards.verdict.health import health_checks, label_delay_warning
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from dashboards.config import ReviewConfig
+    from dashboards.marts import Marts
     from dashboards.verdict.evidence import Evidence
 
 __all__ = [
+    "AUDITED",
     "COST",
     "COST_HARD",
     "COVERAGE",
     "ECE",
     "ENOUGH",
     "FAIL",
+    "HARD_LIMITS",
+    "KINDS",
     "LABEL_GATES",
     "MATURE",
     "NO_REFERENCE",
@@ -100,12 +109,14 @@ __all__ = [
     "Check",
     "Decision",
     "Eta",
+    "Kind",
     "Verdict",
     "accepted_of",
     "alpha_of",
     "decide",
     "eta_of",
     "go_checks",
+    "judge",
     "reject_checks",
     "source_of",
 ]
@@ -136,21 +147,31 @@ class Verdict:
     @property
     def failing(self) -> tuple[Check, ...]:
         """Every failing check that blocks go (warnings left out)."""
-        return tuple(k for k in self.checks if not k.passed and k.kind != "warning")
+        return tuple(k for k in self.checks if not k.passed and k.kind != Kind.WARNING)
 
     @property
     def warnings(self) -> tuple[Check, ...]:
         """Failed warnings: said, never blocking."""
-        return tuple(k for k in self.checks if not k.passed and k.kind == "warning")
+        return tuple(k for k in self.checks if not k.passed and k.kind == Kind.WARNING)
 
 
 def _binding(decision: Decision, failing: Sequence[Check]) -> Check | None:
     if decision == Decision.GO or not failing:
         return None
     if decision == Decision.REJECT:
-        return next(k for k in failing if k.kind == "reject")
-    blocking = [k for k in failing if k.rule not in LABEL_GATES]
+        return next(k for k in failing if k.kind == Kind.REJECT)
+    blocking = [k for k in failing if k.kind != Kind.LABEL_GATE]
     return blocking[0] if blocking else next((k for k in failing if k.rule == PRECISION), failing[0])
+
+
+def judge(marts: Marts, decision_type: str, candidate: str, e: Evidence, c: ReviewConfig) -> Verdict:
+    """The verdict of one candidate under every rule of the book (``rules.KINDS``).
+
+    The reject rules and go gates (``gates``), the health checks and the warning (``health``) on the
+    evidence ``e``, and the audited gate (``audited``) on the audit marts where it applies.
+    """
+    found = audited_gate(marts, decision_type, candidate, c)
+    return decide(e, c, () if found is None else (found,))
 
 
 def decide(e: Evidence, c: ReviewConfig, gates: Sequence[Check] = ()) -> Verdict:
@@ -160,9 +181,9 @@ def decide(e: Evidence, c: ReviewConfig, gates: Sequence[Check] = ()) -> Verdict
     eta = eta_of(e, c)
     provisional = () if e.maturity.mature else (f"provisional: {e.maturity.describe()}",)
     warnings = tuple(
-        f"warning: {k.rule} ({k.detail})" for k in checks if k.kind == "warning" and not k.passed
+        f"warning: {k.rule} ({k.detail})" for k in checks if k.kind == Kind.WARNING and not k.passed
     )
-    failing = [k for k in checks if not k.passed and k.kind != "warning"]
+    failing = [k for k in checks if not k.passed and k.kind != Kind.WARNING]
     if rejected := [k for k in rejects if not k.passed]:
         decision = Decision.REJECT
         reasons = (*(f"failed: {k.rule} ({k.detail})" for k in rejected), *provisional, *warnings)

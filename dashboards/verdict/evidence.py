@@ -7,8 +7,7 @@ name, and say so in ``notes``. ``Maturity`` says whether the review week's outco
 what the health checks (``health``) read.
 
 The precision and severe-error rules read a ``Ledger``: the counts at the candidate's policy, cumulative
-over the mature weeks (``policy_evidence``). ``calibration_of`` is what the report shows of a
-candidate's calibration (``calibration``; not a verdict input). Both are importable from here.
+over the mature weeks (``policy_evidence``), importable from here.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from dashboards.marts import (
     is_missing,
     row_of,
 )
-from dashboards.verdict.calibration import Calibration, calibration_of
 from dashboards.verdict.policy_evidence import (
     Ledger,
     ledger_of,
@@ -47,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_POLICY",
-    "Calibration",
     "DriftReference",
     "Evidence",
     "Health",
@@ -55,7 +52,6 @@ __all__ = [
     "Maturity",
     "Shift",
     "at_coverage",
-    "calibration_of",
     "gather",
     "health_of",
     "ledger_of",
@@ -63,7 +59,7 @@ __all__ = [
     "policy_key_of",
     "week_ledger",
 ]
-"""The evidence's names, the ledger's and the calibration's included (importable from here)."""
+"""The evidence's names, the ledger's included (importable from here)."""
 
 
 @dataclass(frozen=True)

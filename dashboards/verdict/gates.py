@@ -1,9 +1,10 @@
 """The rules a verdict applies: reject rules (any one that fails rejects) and go gates (all must hold).
 
-Each returns ``Check``s (``checks``) named by the constants here (``RULES``); the verdict
-(``decision``) decides on them with the health checks (``health``). The statistical
-rules read the evidence ledger at the policy through anytime-valid bounds (``pipelines.confseq``, one-sided
-at ``eta.alpha_of``). A drift figure with no reference week yet fails as ``no reference yet``.
+Each returns ``Check``s (``checks``) named, and given their kind, by the rule book (``rules``); the
+verdict (``decision``) decides on them with the health checks (``health``) and the audited gate
+(``audited``). The statistical rules read the evidence ledger at the policy through anytime-valid bounds
+(``pipelines.confseq``, one-sided at ``eta.alpha_of``). A drift figure with no reference week yet fails as
+``no reference yet``.
 """
 
 from __future__ import annotations
@@ -14,43 +15,28 @@ from typing import TYPE_CHECKING
 
 from dashboards.verdict.checks import NO_REFERENCE, Check
 from dashboards.verdict.eta import alpha_of
+from dashboards.verdict.rules import (
+    COST,
+    COST_HARD,
+    COVERAGE,
+    ECE,
+    ENOUGH,
+    MATURE,
+    P99,
+    P99_HARD,
+    POLICY,
+    PRECISION,
+    PRECISION_REACHABLE,
+    PSI,
+    SEVERE,
+    SEVERE_REJECT,
+)
 from pipelines.confseq import lower_bound, upper_bound
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.verdict.evidence import Evidence
 
-P99_HARD, COST_HARD = "p99 within hard budget", "cost within hard budget"
-PRECISION_REACHABLE = "precision can reach target at the policy"
-SEVERE_REJECT = "severe-error rate not above limit"
-MATURE = "week mature"
-ENOUGH = "enough labels"
-POLICY = "out-of-sample policy"
-PRECISION = "precision lower bound meets target"
-COVERAGE = "coverage above minimum"
-ECE = "no ECE alert"
-PSI = "PSI below blocking band"
-P99, COST = "p99 within budget", "cost within budget"
-SEVERE = "severe-error rate within limit"
-RULES = (
-    P99_HARD,
-    COST_HARD,
-    PRECISION_REACHABLE,
-    SEVERE_REJECT,
-    MATURE,
-    ENOUGH,
-    POLICY,
-    PRECISION,
-    COVERAGE,
-    ECE,
-    PSI,
-    P99,
-    COST,
-    SEVERE,
-)
-"""The rule names of this module (health checks: ``health.RULES``)."""
-LABEL_GATES = (MATURE, ENOUGH, PRECISION)
-"""Gates that waiting for labels can clear."""
 
 
 @dataclass(frozen=True)
@@ -98,13 +84,11 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
             P99_HARD,
             not e.p99_ms > c.p99_hard_ms,
             f"scorer p99 {e.p99_ms:.0f} ms, hard budget {c.p99_hard_ms:.0f} ms",
-            "reject",
         ),
         Check(
             COST_HARD,
             not e.cost_per_accepted > c.cost_hard_usd,
             f"{_usd(e.cost_per_accepted)} per accepted, hard budget ${c.cost_hard_usd}",
-            "reject",
         ),
     ]
     if g.accepted_labelled >= c.min_labelled:
@@ -116,14 +100,12 @@ def reject_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
                 high >= c.precision_target,
                 f"{source_of(e)}: {g.accepted_correct:,}/{g.accepted_labelled:,} accepted correct, "
                 f"anytime-valid upper bound {high:.3f} vs target {c.precision_target}",
-                "reject",
             ),
             Check(
                 SEVERE_REJECT,
                 severe_low <= c.max_severe_rate,
                 f"{g.severe_errors:,} severe / {g.accepted_labelled:,} accepted labelled, anytime-valid "
                 f"lower bound {severe_low:.2%}, limit {c.max_severe_rate:.2%}",
-                "reject",
             ),
         ]
     return checks

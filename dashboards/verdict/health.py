@@ -31,20 +31,15 @@ from scipy.stats import binomtest, chi2_contingency
 
 from dashboards.intervals import Z95
 from dashboards.verdict.checks import Check
+from dashboards.verdict.rules import LABEL_DELAY, LABEL_SHIFT, OVERLAP, SRM
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
     from dashboards.verdict.evidence import Evidence
 
-SRM = "sample ratio matches the sampling"
-OVERLAP = "candidates scored the same decisions"
-LABEL_SHIFT = "labelled decisions like the unlabelled"
-LABEL_DELAY = "maturity lag covers the outcome delay"
-RULES = (SRM, OVERLAP, LABEL_SHIFT, LABEL_DELAY)
 
-
-def _check(rule: str, *, passed: bool, detail: str, kind: str = "health") -> Check:
-    return Check(rule, passed, detail, kind)
+def _check(rule: str, *, passed: bool, detail: str) -> Check:
+    return Check(rule, passed, detail)
 
 
 def health_checks(e: Evidence, c: ReviewConfig) -> list[Check]:
@@ -152,7 +147,6 @@ def label_delay_warning(e: Evidence) -> list[Check]:
             passed=p99 / 24 <= lag,
             detail=f"{source or 'outcomes'}: p99 delay {p99 / 24:.1f} days vs PIPELINES_MATURITY_LAG_DAYS "
             f"{lag:g}; recommended lag {math.ceil(p99 / 24)} days (label_delay mart, {_of(e)})",
-            kind="warning",
         )
         for source, p99 in sorted(e.maturity.delay_p99_hours.items())
     ]

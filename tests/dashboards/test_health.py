@@ -13,7 +13,7 @@ import pytest
 from dashboards.config import DEFAULTS
 from dashboards.marts import identity_of, load_marts
 from dashboards.report import review
-from dashboards.verdict.health import LABEL_SHIFT, OVERLAP, SRM
+from dashboards.verdict.rules import LABEL_SHIFT, OVERLAP, SRM
 from tests.dashboards.harness import WEEK, run_marts
 
 if TYPE_CHECKING:

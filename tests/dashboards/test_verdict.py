@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -12,12 +13,24 @@ from dashboards.config import DEFAULTS, ReviewConfig, load_config
 from dashboards.errors import BadReviewConfig
 from dashboards.marts import CANDIDATE, CANDIDATE_NAME, Marts
 from dashboards.policies import Replayed
-from dashboards.verdict.decision import ECE, MATURE, NO_REFERENCE, PSI, Decision, Verdict, decide
+from dashboards.verdict.decision import ECE, MATURE, NO_REFERENCE, PSI, Check, Decision, Verdict, decide
 from dashboards.verdict.evidence import gather
-from dashboards.verdict.health import LABEL_DELAY, LABEL_SHIFT, OVERLAP, SRM
+from dashboards.verdict.rules import (
+    HARD_LIMITS,
+    KINDS,
+    LABEL_DELAY,
+    LABEL_GATES,
+    LABEL_SHIFT,
+    OVERLAP,
+    SRM,
+    Kind,
+)
 from pipelines.confseq import lower_bound
 from pipelines.policy import Policy
 from pipelines.weeks import parse_week, week_label
+
+if TYPE_CHECKING:
+    from dashboards.report import Review
 
 WEEK, TYPE = "2026-W48", "routing"
 CAND = "default gemma/Q4_K_M/cpu/none #abcdef123456"
@@ -420,3 +433,17 @@ def test_the_config_file_overrides_defaults_and_rejects_unknown_keys(tmp_path: P
 def test_shipped_example_config_validates() -> None:
     """dashboards/review.yaml (the documented defaults) loads and equals the defaults."""
     assert load_config(Path(__file__).parents[2] / "dashboards" / "review.yaml") == DEFAULTS
+
+
+def test_every_check_of_a_review_is_in_the_rule_book_with_its_kind(generated_review: Review) -> None:
+    """judge() applies only rules the book lists, each with the book's kind; a wait's label gates say so.
+
+    The banner reads a rule's kind from the book (a hard limit is a reject rule), never from its name.
+    """
+    checks = [k for s in generated_review.sections for v in s.verdicts.values() for k in v.checks]
+    assert checks
+    assert {k.rule for k in checks} <= set(KINDS)
+    assert all(k.kind == KINDS[k.rule] for k in checks)
+    assert {k.rule for k in checks if k.kind == Kind.LABEL_GATE} <= set(LABEL_GATES)
+    assert {r for r, kind in KINDS.items() if kind == Kind.REJECT} >= set(HARD_LIMITS)
+    assert Check("a gate another module adds", passed=False, detail="d").kind == Kind.GO

@@ -1,6 +1,6 @@
 """What the report shows of a candidate's calibration in the review week, from the ``calibration`` mart.
 
-Not a verdict input: the ECE rule (``gates``) reads the ``drift`` mart's alert.
+Not a verdict input: the ECE rule (``dashboards.verdict.gates``) reads the ``drift`` mart's alert.
 """
 
 from __future__ import annotations
