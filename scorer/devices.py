@@ -7,9 +7,9 @@ whenever either can happen, ``cpu`` otherwise.
 
 The batch-invariant mode's guarantee rests on the CPU kernels' arithmetic (`scorer.cells`): on a GPU
 the kernels pick their arithmetic by batch shape, and a decision's logits moved with its batch mates
-(docs/performance.md). So the mode refuses to start wherever llama.cpp sees a GPU, whatever the layer
-count, and runs with op offload off. With the GPUs hidden (``CUDA_VISIBLE_DEVICES=``) a GPU build sees
-none and the mode runs on its CPU.
+(with layers offloaded, and with none offloaded through op offload). So the mode refuses to start
+wherever llama.cpp sees a GPU, whatever the layer count, and runs with op offload off. With the GPUs
+hidden (``CUDA_VISIBLE_DEVICES=``) a GPU build sees none and the mode runs on its CPU.
 """
 
 from __future__ import annotations
