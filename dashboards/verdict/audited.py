@@ -7,8 +7,8 @@ difference (candidate right minus production right on each audited decision, ``d
 - **Pooled over weeks.** Every week up to the review week whose sample has an audit in each stratum is one
   set of strata of a stratified sample (weeks whose sample still has an unaudited stratum are left out and
   named). The estimate is the stratified mean of the difference over the decisions the candidate scored;
-  its lower bound is MOVER over Wilson intervals per stratum with the two sides' correlation (Zou & Donner
-  2008; Newcombe 1998), the same formula as the ``audited_difference`` mart's.
+  its lower bound is MOVER over continuity-corrected Wilson intervals per stratum with the two sides'
+  correlation (Zou & Donner 2008; Newcombe 1998), the same formula as the ``audited_difference`` mart's.
 - **Spent over looks.** The review of the k-th week with audits of this candidate is look k; it tests at
   ``alpha_k = alpha * 6 / (pi^2 k^2)`` (alpha = ``(1 - confidence) / 2``), so over every look there will
   ever be, the chance that a candidate worse by the margin passes at least once is at most
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dashboards.intervals import wilson
+from dashboards.intervals import wilson, wilson_cc
 from dashboards.marts import CANDIDATE
 from dashboards.verdict.checks import Check
 from dashboards.verdict.rules import AUDITED
@@ -91,7 +91,7 @@ def paired(strata: pd.DataFrame, z: float) -> Paired:
     some = k > 0
     w, n, k, rr, ww = w[some], n[some], k[some], rr[some], ww[some]
     r, v, q = rr / k, ww / k, k / n
-    (r_lo, r_hi), (v_lo, v_hi) = wilson(r, k, z), wilson(v, k, z)
+    (r_lo, r_hi), (v_lo, v_hi) = wilson_cc(r, k, z), wilson_cc(v, k, z)
     u = w * q
     a_below, a_above = float(np.sum((u * (r - r_lo)) ** 2)), float(np.sum((u * (r_hi - r)) ** 2))
     b_below, b_above = float(np.sum((u * (v - v_lo)) ** 2)), float(np.sum((u * (v_hi - v)) ** 2))

@@ -13,12 +13,15 @@
 -- The target is the process's rate (the week's decisions are themselves a draw from it), so no
 -- finite-population correction: a stratum audited in full still carries the variance of its N_h decisions.
 --
--- The interval is MOVER (Zou & Donner 2008) over Wilson score intervals (Wilson 1927) per stratum:
+-- The interval is MOVER (Zou & Donner 2008) over Wilson score intervals with continuity correction
+-- (Wilson 1927; Newcombe 1998, method 4) per stratum:
 -- `below` = sum_h W_h^2 (p_h - l_h)^2 and `above` = sum_h W_h^2 (u_h - p_h)^2, with (l_h, u_h) the Wilson
 -- interval of p_h on n_h (paired: k_h) decisions at z; `size_var` = sum_h W_h (q_h p_h - theta)^2 / N^, the
 -- variance from the strata's sizes being random, plus (paired measures) sum_h W_h^2 p_h^2 q_h (1 - q_h) / n_h,
--- the variance of the discordant share q_h where it is sampled (zero where it is 0 or 1). Wilson keeps its
--- coverage with 0-3 events or a single audit in a stratum, where the linearized (Wald) variance collapses.
+-- the variance of the discordant share q_h where it is sampled (zero where it is 0 or 1). The corrected
+-- Wilson interval keeps its coverage with 0-3 events or one or two audits in a stratum, where the
+-- linearized (Wald) variance collapses and the plain Wilson interval is too short (1 of 2 audits wrong:
+-- its upper limit is 0.906, the corrected one's 0.973).
 -- `variance` = sum_h W_h^2 v_h / n_h with v_h the unit variance (p_h (1 - p_h); for `difference`
 -- r_h + w_h - (r_h - w_h)^2, r_h and w_h over the k_h): the linearized variance, which the paired difference
 -- uses for the correlation of its two sides. `every_stratum_audited` is false while a
@@ -80,12 +83,12 @@ shares as (  -- the strata the model scored (p and its Wilson limits are null wh
     where measures.units > 0 and domains.domain > 0
 ),
 
-wilson as (
+wilson as (  -- with continuity correction (Newcombe 1998, method 4); 0 and 1 at the ends
     select shares.*,
-        (p + z * z / (2 * n)) / (1 + z * z / n)
-            - z / (1 + z * z / n) * sqrt(greatest(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) as l,
-        (p + z * z / (2 * n)) / (1 + z * z / n)
-            + z / (1 + z * z / n) * sqrt(greatest(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) as u
+        case when p <= 0 then 0.0 else greatest((2 * n * p + z * z - 1 - z * sqrt(greatest(
+            z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1), 0.0))) / (2 * (n + z * z)), 0.0) end as l,
+        case when p >= 1 then 1.0 else least((2 * n * p + z * z + 1 + z * sqrt(greatest(
+            z * z + 2 - 1 / n + 4 * p * (n * (1 - p) - 1), 0.0))) / (2 * (n + z * z)), 1.0) end as u
     from shares
     cross join params
 ),

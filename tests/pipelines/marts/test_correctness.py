@@ -22,6 +22,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
 from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, SOURCE_AUDIT
+from dashboards.intervals import wilson_cc
 from dashboards.verdict import audited
 from pipelines import synth
 from pipelines.auditor import audit
@@ -29,7 +30,7 @@ from pipelines.generate import Plan, generate
 from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
-from tests.pipelines.correctness_reference import paired_difference, stratified_mean, units
+from tests.pipelines.correctness_reference import _wilson, paired_difference, stratified_mean, units
 from tests.pipelines.harness import GRAIN, run_window
 
 if TYPE_CHECKING:
@@ -181,6 +182,17 @@ def test_audited_difference_equals_the_numpy_reference(trial: Trial, week: str, 
             assert row[column] == pytest.approx(value, rel=1e-9, abs=1e-12), column
         assert -1 <= row["rho"] < 0  # one right where the other is wrong counts on one side only
         assert row["diff_low"] < row["diff"] < row["diff_high"]
+
+
+@pytest.mark.parametrize(("successes", "n", "low", "high"), [
+    (81, 263, 0.2535, 0.3682), (15, 148, 0.0598, 0.1644), (0, 20, 0.0, 0.2005), (1, 29, 0.0018, 0.1963)])
+def test_the_corrected_wilson_interval_matches_newcombes_worked_examples(
+        successes: int, n: int, low: float, high: float) -> None:
+    """Newcombe (1998, Stat Med 17: 857-872), method 4's examples: the reference and the review agree."""
+    z = 1.959963984540054
+    assert _wilson(successes, n, z) == pytest.approx((low, high), abs=5e-5)
+    judged = wilson_cc(successes / n, n, z)
+    assert (float(judged[0]), float(judged[1])) == pytest.approx((low, high), abs=5e-5)
 
 
 def test_correctness_equals_samplics_stratified_ratio(trial: Trial) -> None:
