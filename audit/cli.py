@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from audit.errors import AuditError
 
-@click.group()
+S3_ENDPOINT = click.option(
+    "--s3-endpoint", default=None, envvar="SHADOW_RECORDS_S3_ENDPOINT_URL",
+    help="S3 API endpoint of an s3:// root (moto, MinIO; default AWS; SHADOW_RECORDS_S3_ENDPOINT_URL).")
+S3_REGION = click.option(
+    "--s3-region", default=None, envvar="SHADOW_RECORDS_S3_REGION",
+    help="S3 region of an s3:// root (default us-east-1; SHADOW_RECORDS_S3_REGION).")
+"""How both commands open an s3:// records root: the sidecar's record variables, or these flags."""
+
+
+class AuditGroup(click.Group):
+    """The audit commands: an ``AuditError`` they stop on becomes one line and exit 1, here alone."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; translate an ``AuditError`` into a ``ClickException``."""
+        try:
+            return super().invoke(ctx)
+        except AuditError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=AuditGroup)
 def audit() -> None:
     """Audits: who was right, production or the candidates, on a sample of decisions.
 
@@ -26,8 +49,11 @@ def audit() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="The draw's seed.")
 @click.option("--overlap", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
               help="The share of sampled decisions meant for two auditors.")
+@S3_ENDPOINT
+@S3_REGION
 def sample(root: str, week: str, decision_type: str | None, disagreements: int,  # noqa: PLR0913, PLR0917
-           agreement_rate: float, seed: int, overlap: float) -> None:
+           agreement_rate: float, seed: int, overlap: float, s3_endpoint: str | None,
+           s3_region: str | None) -> None:
     """Draw the week's audit sample: every disagreement up to a cap, a share of agreements.
 
     Writes ROOT/audit_samples/week=W/decision_type=T/part-0.parquet per type (sample_id, decision_id,
@@ -38,13 +64,14 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
     Example:
       semif-shadow audit sample --root records --week 2026-W48 --disagreements 200 --agreement-rate 0.02
     """
+    from audit.errors import SampleError  # noqa: PLC0415
     from pipelines import audit_sample as sampling  # noqa: PLC0415  (keep --help fast: DuckDB, numpy)
     from pipelines.errors import PipelinesError  # noqa: PLC0415
     from pipelines.storage import open_root  # noqa: PLC0415
 
     design = sampling.Design(disagreements, agreement_rate, seed, overlap)
     try:
-        records = open_root(root)
+        records = open_root(root, s3_endpoint, s3_region or "us-east-1")
         for name in sampling.decision_types(records, week, decision_type):
             drawn = sampling.draw(sampling.population(records, week, name), week, name, design)
             target = sampling.write(records, drawn, week, name)
@@ -58,8 +85,8 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
                        f"({strata.count('disagree')} of {sizes.get('disagree', 0)} disagreements, "
                        f"{strata.count('agree')} of {sizes.get('agree', 0)} agreements, "
                        f"{sum(drawn.column('double_audit').to_pylist())} for two auditors) -> {target}")
-    except (sampling.SampleError, PipelinesError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    except PipelinesError as exc:
+        raise SampleError(str(exc)) from exc
 
 
 @audit.command("serve")
@@ -79,9 +106,12 @@ def sample(root: str, week: str, decision_type: str | None, disagreements: int, 
                    "(AUDIT_BEHIND_TLS_PROXY).")
 @click.option("--public-host", default=None,
               help="The name browsers use (a proxy's), accepted in Host besides --host (AUDIT_PUBLIC_HOST).")
+@S3_ENDPOINT
+@S3_REGION
 def serve(root: str, week: str, decision_type: str | None, catalog: str, host: str | None,  # noqa: PLR0913, PLR0917
           port: int | None, spool: str | None, tls_cert: str | None, tls_key: str | None,
-          behind_tls_proxy: bool, public_host: str | None) -> None:
+          behind_tls_proxy: bool, public_host: str | None, s3_endpoint: str | None,
+          s3_region: str | None) -> None:
     """Serve the week's audit sample: the page where auditors say what was right.
 
     Sign in with a served decision type's token (the catalog's auth_token_env, as for the sidecar's
@@ -97,7 +127,6 @@ def serve(root: str, week: str, decision_type: str | None, catalog: str, host: s
     """
     import asyncio  # noqa: PLC0415  (keep --help fast)
 
-    from audit.workbench.errors import SetupError  # noqa: PLC0415
     from audit.workbench.main import serve as serve_workbench  # noqa: PLC0415
     from audit.workbench.settings import WorkbenchSettings  # noqa: PLC0415
     from contracts.settings import build_settings  # noqa: PLC0415
@@ -106,9 +135,6 @@ def serve(root: str, week: str, decision_type: str | None, catalog: str, host: s
              "catalog": ("--catalog", catalog), "host": ("--host", host), "port": ("--port", port),
              "spool_dir": ("--spool", spool), "tls_cert": ("--tls-cert", tls_cert),
              "tls_key": ("--tls-key", tls_key), "public_host": ("--public-host", public_host),
-             "behind_tls_proxy": ("--behind-tls-proxy", behind_tls_proxy or None)}  # unset: the environment's
-    settings = build_settings(WorkbenchSettings, flags)
-    try:
-        asyncio.run(serve_workbench(settings))
-    except SetupError as exc:
-        raise click.ClickException(str(exc)) from exc
+             "behind_tls_proxy": ("--behind-tls-proxy", behind_tls_proxy or None),  # unset: the environment's
+             "s3_endpoint": ("--s3-endpoint", s3_endpoint), "s3_region": ("--s3-region", s3_region)}
+    asyncio.run(serve_workbench(build_settings(WorkbenchSettings, flags)))

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Collection
 
 RECORD_VERSION: Final = 3
 """What this writer puts in ``record_version``: 3 is records v1.2 (2: v1.1, 1: v1, lacking later columns)."""
@@ -115,6 +119,23 @@ SOURCE_AUDIT: Final = "audit"
 """The ``source`` of an audit: an auditor's answer, kept apart from production's outcome by every reader."""
 NONE_OF_THESE: Final = "(none of these)"
 """An auditor's answer when no option was right; the catalog refuses an option with this id."""
+
+
+
+def audit_outcome(  # noqa: PLR0913  (every field of the answer, by name)
+    *, sample_id: str, decision_id: str, decision_type: str, auditor: str, answer: str,
+    options: Collection[str], at: dt.datetime,
+) -> dict[str, Any]:
+    """One auditor's answer to a sampled decision as an ``OUTCOMES`` row (``source`` audit).
+
+    Every writer of audits builds its rows here (the workbench, the records generator's and the demo's
+    simulated auditors); ``record_version`` and ``writer_id`` are the writer's (a record store adds its
+    own).
+    """
+    return {"decision_id": decision_id, "decision_type": decision_type, "outcome": answer, "outcome_at": at,
+            "source": SOURCE_AUDIT, "in_options": answer in options, "auditor": auditor,
+            "audit_sample": sample_id}
+
 
 SCHEMAS: Final = {"proposals": PROPOSALS, "outcomes": OUTCOMES}
 """The two row datasets by name (drops are summaries, written apart)."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -32,7 +31,9 @@ import pyarrow.parquet as pq
 
 from contracts.audit_samples import AUDIT_SAMPLES, STRATUM_AGREE, STRATUM_DISAGREE, sample_path
 from contracts.records import COMPRESSION, SOURCE_AUDIT
+from pipelines.errors import NoInput
 from pipelines.source import WindowFiles, list_files
+from pipelines.weeks import as_utc, parse_week
 
 if TYPE_CHECKING:
     from pipelines.storage import Root
@@ -73,13 +74,6 @@ select * from final order by decision_id
 """  # noqa: S608  (a constant: values are bound parameters)
 
 
-_WEEK: Final = re.compile(r"(\d{4})-W(\d{2})")
-
-
-class SampleError(Exception):
-    """A sample that cannot be drawn (bad week, no records); the CLI prints it as one line."""
-
-
 @dataclass(frozen=True)
 class Design:
     """How the sample is drawn: the cap on disagreements, the share of agreements, the seed, the overlap."""
@@ -91,15 +85,8 @@ class Design:
 
 
 def week_bounds(week: str) -> tuple[dt.datetime, dt.datetime]:
-    """The ISO week ``YYYY-Www`` as [Monday 00:00, next Monday 00:00) UTC; `SampleError` if malformed."""
-    match = _WEEK.fullmatch(week)
-    try:
-        monday = dt.date.fromisocalendar(int(match[1]), int(match[2]), 1) if match else None
-    except ValueError:
-        monday = None
-    if monday is None:
-        raise SampleError(f"--week: {week!r} is not an ISO week like 2026-W48")
-    start = dt.datetime.combine(monday, dt.time(), dt.UTC)
+    """The ISO week ``YYYY-Www`` as [Monday 00:00, next Monday 00:00) UTC; ``BadArgument`` if malformed."""
+    start = as_utc(parse_week(week, "--week"))
     return start, start + dt.timedelta(days=7)
 
 
@@ -123,12 +110,12 @@ def population(root: Root, week: str, decision_type: str) -> pa.Table:
 
 
 def decision_types(root: Root, week: str, only: str | None = None) -> list[str]:
-    """The decision types with proposals in the week (or ``only``); `SampleError` if there are none."""
+    """The decision types with proposals in the week (or ``only``); ``NoInput`` if there are none."""
     start, end = week_bounds(week)
     proposals, _ = list_files(root, "proposals", start.date(), (end - dt.timedelta(days=1)).date())
     found = [t for t in sorted(proposals) if only in (None, t)]
     if not found:
-        raise SampleError(f"no proposals{f' of {only}' if only else ''} under {root.uri} in {week}")
+        raise NoInput(f"no proposals{f' of {only}' if only else ''} under {root.uri} in {week}")
     return found
 
 

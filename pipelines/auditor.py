@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from contracts.records import OUTCOMES, RECORD_VERSION, SOURCE_AUDIT, TS
+from contracts.records import OUTCOMES, RECORD_VERSION, audit_outcome
 from pipelines.audit_sample import Design, draw, population
 from pipelines.audit_sample import write as write_sample
 from pipelines.generate import DAY_US, WRITER, Plan, generate, write_whole
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pipelines.synth import Auditor
 
 AUDITORS = ("auditor-1", "auditor-2")
+"""The simulated auditors' ids: the first answers every sampled decision, the second the double audits."""
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def generate_audited(root: Root, plan: Plan, auditor: Auditor) -> dict[str, int]:
@@ -77,17 +79,11 @@ def answer(rng: np.random.Generator, sample: pa.Table, truth: np.ndarray, option
 
 def audit_rows(answers: list[tuple[str, str, str, str]], decision_type: str, options: list[str],
                at_us: int) -> pa.Table:
-    """The answers as outcomes rows (records v1.2, ``source`` audit), spread over one day from ``at_us``."""
-    m = len(answers)
-    return pa.Table.from_pydict({
-        "record_version": pa.array(np.full(m, RECORD_VERSION, np.int16)),
-        "decision_id": pa.array([a[1] for a in answers], pa.string()),
-        "decision_type": pa.array([decision_type] * m, pa.string()),
-        "outcome": pa.array([a[3] for a in answers], pa.string()),
-        "outcome_at": pa.array(at_us + np.arange(m, dtype=np.int64) * (DAY_US // max(m, 1))).cast(TS),
-        "source": pa.array([SOURCE_AUDIT] * m, pa.string()),
-        "writer_id": pa.array([WRITER] * m, pa.string()),
-        "in_options": pa.array([a[3] in options for a in answers]),
-        "auditor": pa.array([a[2] for a in answers], pa.string()),
-        "audit_sample": pa.array([a[0] for a in answers], pa.string()),
-    }, schema=OUTCOMES)
+    """The answers as outcomes rows (``contracts.records.audit_outcome``) over a day from ``at_us``."""
+    step = DAY_US // max(len(answers), 1)
+    return pa.Table.from_pylist([
+        {"record_version": RECORD_VERSION, "writer_id": WRITER, **audit_outcome(
+            sample_id=sample_id, decision_id=decision_id, decision_type=decision_type, auditor=auditor,
+            answer=value, options=options, at=EPOCH + dt.timedelta(microseconds=at_us + i * step))}
+        for i, (sample_id, decision_id, auditor, value) in enumerate(answers)
+    ], schema=OUTCOMES)

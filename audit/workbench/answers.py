@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from audit.workbench.errors import StoreUnavailable
-from contracts.records import SOURCE_AUDIT
+from contracts.records import audit_outcome
 from shadow.records.errors import RecordsError
 
 if TYPE_CHECKING:
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 
 
 def outcome_row(row: SampleRow, auditor: str, answer: str, option_ids: list[str]) -> dict[str, Any]:
-    """The outcomes row of one answer."""
-    return {"decision_id": row.decision_id, "decision_type": row.decision_type, "outcome": answer,
-            "outcome_at": datetime.now(UTC), "source": SOURCE_AUDIT, "auditor": auditor,
-            "audit_sample": row.sample_id, "in_options": answer in option_ids}
+    """The outcomes row of one answer, given now (``contracts.records.audit_outcome``)."""
+    return audit_outcome(sample_id=row.sample_id, decision_id=row.decision_id,
+                         decision_type=row.decision_type, auditor=auditor, answer=answer, options=option_ids,
+                         at=datetime.now(UTC))
 
 
 def _append_line(path: Path, line: bytes) -> None:

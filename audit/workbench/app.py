@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from audit.errors import SetupError
 from audit.workbench import reading
 from audit.workbench.answers import AnswerWriter
-from audit.workbench.errors import SetupError
 from audit.workbench.guards import check_exposure
 from audit.workbench.keys import CATALOG, SESSIONS, SETTINGS, STATES, WORKLIST, WRITER
 from audit.workbench.limits import SignInLimits

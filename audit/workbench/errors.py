@@ -12,7 +12,7 @@ The tree::
     +-- Unexpected          500 internal_error: a bug (logged with its traceback)
     +-- StoreUnavailable    503 store_unavailable: the answer could not be made durable (not acknowledged)
 
-    SetupError              not HTTP: the sample, catalog or tokens do not allow serving (one CLI line)
+Why the workbench cannot start is not HTTP: ``audit.errors.SetupError``.
 """
 
 from __future__ import annotations
@@ -80,7 +80,3 @@ class StoreUnavailable(WorkbenchError):
 
     status = 503
     code = "store_unavailable"
-
-
-class SetupError(Exception):
-    """The workbench cannot start: the message is one line for the command line."""

@@ -22,7 +22,8 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote_to_bytes
 
-from audit.workbench.errors import BadField, MisdirectedHost, SetupError
+from audit.errors import SetupError
+from audit.workbench.errors import BadField, MisdirectedHost
 from contracts.errors import BodyTooLarge
 
 if TYPE_CHECKING:

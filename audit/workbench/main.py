@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from audit.errors import SetupError
 from audit.workbench.app import init_app
-from audit.workbench.errors import SetupError
 
 if TYPE_CHECKING:
     from audit.workbench.settings import WorkbenchSettings

@@ -16,9 +16,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from audit.workbench.errors import SetupError
+from audit.errors import SetupError
 from contracts.audit_samples import FOLDER
 from contracts.records import SOURCE_AUDIT
+from pipelines.weeks import parse_week
 from shadow.records.layout import filesystem, open_dataset
 
 if TYPE_CHECKING:
@@ -82,8 +83,7 @@ def read_sample(settings: RecordSettings, week: str, decision_type: str | None) 
 
 def _week_dates(week: str) -> tuple[dt.date, dt.date]:
     """The week's days, a day either side (a decision near midnight may sit in the next day's folder)."""
-    year, number = int(week[:4]), int(week[6:])
-    monday = dt.date.fromisocalendar(year, number, 1)
+    monday = parse_week(week)
     return monday - dt.timedelta(days=1), monday + dt.timedelta(days=7)
 
 

@@ -3,7 +3,9 @@
 Answers go through the same durable record store as the sidecar's (``shadow.records``), under the
 records root, from a spool and a writer id of the workbench's own: two stores never share a journal,
 and the workbench's files (``audit-<host>-<seq>.parquet``) never take a sidecar's names. S3 settings
-(endpoint, region, encryption) are the sidecar's ``SHADOW_RECORDS_*`` variables.
+(endpoint, region, encryption) are the sidecar's ``SHADOW_RECORDS_*`` variables; the endpoint and region
+may also be given as ``s3_endpoint`` and ``s3_region`` (``--s3-endpoint``, ``--s3-region``, as for
+``audit sample``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from pydantic import AfterValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from audit.workbench.limits import DEFAULT_CLIENT_FAILURES, DEFAULT_TYPE_FAILURES, DEFAULT_WINDOW_S
+from pipelines.errors import PipelinesError
+from pipelines.weeks import parse_week, week_label
 from shadow.records.settings import WRITER_ID_PATTERN, RecordSettings, default_writer_id
 
 DEFAULT_PORT = 8490
 DEFAULT_MAX_BODY_BYTES = 16 * 1024
 DEFAULT_NOTE_CHARS = 2000
-WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
 HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?|\[[0-9A-Fa-f:.]{2,45}\]")
 """A DNS name, an IPv4 address or a bracketed IPv6 address (the whole string, ``fullmatch``)."""
 
@@ -35,6 +38,18 @@ def _whole(pattern: re.Pattern[str], meaning: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _iso_week(value: str) -> str:
+    """``value`` if it is an ISO week written as ``pipelines.weeks`` writes one (``2026-W48``), exactly."""
+    try:
+        canonical = week_label(parse_week(value))
+    except PipelinesError:
+        canonical = None
+    if canonical != value:
+        message = "not an ISO week like 2026-W48"
+        raise ValueError(message)
+    return value
+
+
 def default_audit_writer() -> str:
     """``audit-<host>``: the workbench's files never take the names of a sidecar on the same host."""
     return f"audit-{default_writer_id()}"[:64]
@@ -46,7 +61,9 @@ class WorkbenchSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AUDIT_", extra="ignore")
 
     root: str = Field(description="records root (folder or s3://bucket/prefix): the sample and the answers")
-    week: Annotated[str, _whole(WEEK, "an ISO week like 2026-W48")] = Field(
+    s3_endpoint: str | None = Field(default=None, description="S3 API endpoint of an s3:// root")
+    s3_region: str | None = Field(default=None, description="S3 region of an s3:// root")
+    week: Annotated[str, AfterValidator(_iso_week)] = Field(
         description="ISO week of the audit sample (2026-W48)")
     decision_type: str | None = Field(default=None, description="serve only this decision type's sample")
     catalog: Path = Field(description="decision catalog YAML: questions, options, state rules, tokens")
@@ -80,6 +97,11 @@ class WorkbenchSettings(BaseSettings):
         return self.tls_cert is not None or self.behind_tls_proxy
 
     def records(self) -> RecordSettings:
-        """The record store's settings: the root, and the workbench's own spool and writer id."""
-        return RecordSettings(root=self.root, spool_dir=self.spool_dir, writer_id=self.writer_id,
-                              roll_seconds=5.0)
+        """The record store's settings: the root, the S3 flags, and the workbench's own spool and writer id.
+
+        Unset S3 flags leave the sidecar's ``SHADOW_RECORDS_S3_*`` variables in force.
+        """
+        s3 = {k: v for k, v in (("s3_endpoint_url", self.s3_endpoint), ("s3_region", self.s3_region)) if v}
+        store = RecordSettings(root=self.root, spool_dir=self.spool_dir, writer_id=self.writer_id,
+                               roll_seconds=5.0)
+        return store.model_copy(update=s3)

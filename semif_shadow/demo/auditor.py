@@ -19,13 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from contracts.catalog import load_catalog
-from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, SOURCE_AUDIT
+from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, audit_outcome
 from pipelines.audit_sample import Design, draw, population, week_bounds
 from pipelines.audit_sample import write as write_sample
+from pipelines.auditor import AUDITORS
 from pipelines.generate import write_whole
 from pipelines.storage import open_root
 
-AUDITORS = ("auditor-1", "auditor-2")
 DESIGN = Design(disagreements=200, agreement_rate=0.25, seed=0, overlap=0.2)
 """The demo's weeks are small: a quarter of the agreements, so production's own errors are seen."""
 
@@ -43,10 +43,9 @@ def answers(sample: pa.Table, truth: dict[str, str], options: list[str], error_r
             answer = right if right in options else NONE_OF_THESE
             if rng.random() < error_rate:
                 answer = rng.choice([o for o in options if o != answer])
-            rows.append({"record_version": RECORD_VERSION, "decision_id": r["decision_id"],
-                         "decision_type": r["decision_type"], "outcome": answer, "outcome_at": at,
-                         "source": SOURCE_AUDIT, "writer_id": "demo-auditor", "in_options": answer in options,
-                         "auditor": auditor, "audit_sample": r["sample_id"]})
+            rows.append({"record_version": RECORD_VERSION, "writer_id": "demo-auditor", **audit_outcome(
+                sample_id=r["sample_id"], decision_id=r["decision_id"], decision_type=r["decision_type"],
+                auditor=auditor, answer=answer, options=options, at=at)})
             at += dt.timedelta(seconds=30)
     return rows
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from audit.errors import SetupError
 from audit.workbench.app import init_app
-from audit.workbench.errors import SetupError
 from audit.workbench.limits import SignInLimits
 from audit.workbench.sessions import Sessions
 from tests.audit import serving, week

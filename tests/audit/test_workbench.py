@@ -12,8 +12,8 @@ import pytest
 import yaml
 from aiohttp import web
 
+from audit.errors import SetupError
 from audit.workbench.app import init_app, tokens
-from audit.workbench.errors import SetupError
 from audit.workbench.middlewares import SECURITY_HEADERS
 from contracts.catalog import load_catalog
 from contracts.records import NONE_OF_THESE
