@@ -13,6 +13,8 @@ for both engines, on the DuckDB connection that writes the marts:
    (a policy's ledger only the weeks after the week it was chosen on: out of sample, never its own);
    weeks not yet mature are summed apart as ``provisional_*`` and never enter the ledger until a later run
    finds them mature (a week rerun before it matures therefore changes nothing in the ledger).
+   **Late labels.** ``ledger_recent`` (JSON) keeps what each recent week added; a later run reading it
+   again (a reference week) adds the difference: late labels enter once, never twice, within the window.
 3. **Reset, never silently.** A ledger is keyed by model key (one model identity) and policy, so a new
    identity or policy starts a new ledger at zero: ``reset_reason`` says ``new model identity`` (with
    ``reset_from``, a key the candidate had before: its evidence is not carried over), ``policy changed``
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +57,8 @@ NO_POLICY = "none"
 """The policy key of the week's own per-option thresholds (``int_accepted``)."""
 WEEK_COUNTS = ("scored", "accepted", "accepted_labelled", "accepted_correct", "severe_errors")
 LEDGER_COUNTS = ("accepted_labelled", "accepted_correct", "severe_errors")
+ByWeek = dict[dt.date, dict[tuple[str, str, str], dict[str, Any]]]
+"""A run's weekly ``evidence`` rows: week -> (decision type, model key, policy) -> row."""
 
 
 def policy_key(path: Path) -> str:
@@ -107,6 +112,8 @@ class Book:
     reset_reason: str = "first look"
     reset_week: str | None = None
     reset_from: str | None = None
+    recent: dict[str, list[int]] = field(default_factory=dict)
+    """ISO week -> the counts it added (``LEDGER_COUNTS``), for the weeks a later run may read again."""
 
     @classmethod
     def from_prior(cls, row: dict[str, Any]) -> Book:
@@ -124,6 +131,7 @@ class Book:
             row["reset_reason"],
             row["reset_week"],
             row["reset_from"],
+            json.loads(row.get("ledger_recent") or "{}"),
         )
 
 
@@ -264,6 +272,7 @@ def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's 
         book.reset_reason, book.reset_week, book.reset_from = "weeks missing", week_label(start), None
         book.first_week, book.weeks, after = None, 0, start
     provisional = dict.fromkeys(LEDGER_COUNTS, 0)
+    revise(book, key, by_week, window, start, after, first)
     monday = after
     while monday <= target:
         counts = by_week.get(monday, {}).get(key)
@@ -273,6 +282,7 @@ def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's 
             if counts is not None:
                 for c in LEDGER_COUNTS:
                     book.counts[c] += int(counts[c])
+                book.recent[week_label(monday)] = [int(counts[c]) for c in LEDGER_COUNTS]
                 book.weeks += 1
                 book.first_week = book.first_week or week_label(monday)
             book.counted_through = week_label(monday)
@@ -305,7 +315,27 @@ def ledger_row(  # noqa: PLR0913, PLR0917  (one ledger, one week, and the run's 
         "reset_week": book.reset_week,
         "reset_from": book.reset_from,
         "matures_at": as_utc(target + dt.timedelta(weeks=1)) + window.maturity_lag,
+        "ledger_recent": json.dumps(
+            {w: v for w, v in sorted(book.recent.items())
+             if parse_week(w) >= target - dt.timedelta(weeks=window.reference_weeks)}, separators=(",", ":")),
     }
+
+
+def revise(book: Book, key: tuple[str, str, str], by_week: ByWeek,  # noqa: PLR0913, PLR0917
+           window: Window, start: dt.date, after: dt.date, first: dt.date | None) -> None:
+    """Add what counted weeks this run reads again gained since (no gain in labels: nothing changes)."""
+    for label, added in list(book.recent.items()):
+        monday = parse_week(label)
+        before_policy = first is not None and monday < first
+        if not start <= monday < after or before_policy or not window.is_mature(monday):
+            continue
+        counts = by_week.get(monday, {}).get(key)
+        now = [int(counts[c]) if counts is not None else 0 for c in LEDGER_COUNTS]
+        if now[0] <= added[0]:
+            continue
+        for c, new, old in zip(LEDGER_COUNTS, now, added, strict=True):
+            book.counts[c] += new - old
+        book.recent[label] = now
 
 
 CONFIDENCE_COLUMNS = (

@@ -65,7 +65,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     ],
     "agreement": [
         *SCOPE, *columns("scored labelled", COUNT),
-        *columns("label_rate accuracy kappa baseline_accuracy baseline_kappa", REAL),
+        *columns("label_rate agreement kappa baseline_agreement baseline_kappa", REAL),
         ("severe_errors", COUNT), ("outside_options", COUNT), ("outside_options_rate", REAL),
     ],
     "reliability": [
@@ -129,6 +129,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         ("provisional_severe_errors", COUNT),
         *columns("precision_lower precision_upper severe_upper alpha", REAL),
         *columns("reset_reason reset_week reset_from", TEXT), ("matures_at", INSTANT),
+        ("ledger_recent", TEXT),
     ],
     "label_delay": [
         *WEEK, ("source", TEXT), ("outcomes", COUNT),

@@ -158,6 +158,35 @@ def test_a_week_counts_only_once_it_is_mature_and_reruns_change_nothing(root: Pa
     assert sum(r["ledger_accepted_labelled"] for r in mine) > sum(r["accepted_labelled"] for r in mine)
 
 
+def test_late_labels_of_a_counted_week_enter_once_when_a_later_run_reads_it(
+        root: Path, tmp_path: Path) -> None:
+    """W45 counted just after it matured (its slowest outcomes not in); W46 run late reads W45 again.
+
+    The ledger takes in W45's late labels once: it equals one late run over W45..W46, and a rerun of W46
+    adds nothing more (policies accepting every option, so that the counts are large).
+    """
+    early = as_utc(parse_week("2026-W46")) + dt.timedelta(days=3, hours=1)  # W45 matured an hour ago
+    seed, out, reference = tmp_path / "seed", tmp_path / "out", tmp_path / "reference"
+    run(root, seed, "2026-W45")
+    keys = {(r["decision_type"], r["model_key"]) for r in read(seed, "thresholds", "2026-W45")}
+    policies = [accept_all(seed, k, tmp_path, f"p{i}") for i, k in enumerate(sorted(keys)) if k[1] != "*"]
+    run(root, out, "2026-W45", as_of=early, policies=policies)
+    run_window(root, reference, first="2026-W45", last="2026-W46", as_of=LATE,
+               settings=PipelineSettings(policies=policies)).con.close()
+    counts = ("ledger_accepted_labelled", "ledger_accepted_correct", "ledger_severe_errors")
+
+    def ledgers(folder: Path, week: str) -> dict[tuple[str, str, str], list[int]]:
+        return {(r["decision_type"], r["model_key"], r["policy"]): [r[c] for c in counts]
+                for r in read(folder, "evidence", week) if r["policy"] != "none"}
+
+    short = sum(v[0] for v in ledgers(out, "2026-W45").values())
+    assert 0 < short < sum(v[0] for v in ledgers(reference, "2026-W45").values())  # W45 counted short
+    run(root, out, "2026-W46", policies=policies)
+    assert ledgers(out, "2026-W46") == ledgers(reference, "2026-W46")
+    run(root, out, "2026-W46", policies=policies)
+    assert ledgers(out, "2026-W46") == ledgers(reference, "2026-W46")
+
+
 def test_a_policys_ledger_starts_the_week_after_it_was_chosen(root: Path, tmp_path: Path) -> None:
     """A policy chosen on W45, run on W46 (its window reads W42..W46): the ledger holds W46 alone.
 

@@ -109,7 +109,7 @@ final as (
         null::double as precision_lower, null::double as precision_upper, null::double as severe_upper,
         null::double as alpha,
         null::varchar as reset_reason, null::varchar as reset_week, null::varchar as reset_from,
-        null::timestamptz as matures_at
+        null::timestamptz as matures_at, null::varchar as ledger_recent
     from counted
     left join names using (decision_type, model_key)
     left join shift using (decision_type, week_start, model_key)
