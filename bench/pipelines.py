@@ -5,7 +5,7 @@ between runs), then each implementation runs --repeats times, each in a fresh pr
 its own. The DuckDB side is exactly `semif-shadow pipelines run --since 2026-W44 --until 2026-W48`
 (every decision read, every mart for every week, Parquet and DuckDB outputs written); the reference is
 bench/pipelines_pandas.py (same metrics, vectorized). It prints the median job time, peak memory, the
-speed-up, and how far the two disagree on accuracy, ECE, Brier and log-loss.
+speed-up, and how far the two disagree on agreement, ECE, Brier and log-loss.
 
 With --engine spark the two sides are the DuckDB engine and the Spark engine (`pipelines run --engine
 spark`, local[*] on this machine, the session started before the clock; its start-up is printed apart).
@@ -169,13 +169,13 @@ def ensure_data(data_dir: Path, decisions: int, candidates: int = 1, *, audited:
 
 
 def agreement_gap(duck_out: Path, pandas_out: Path) -> float:
-    """Largest absolute difference on accuracy, ECE, Brier and log-loss over every group."""
+    """Largest absolute difference on agreement, ECE, Brier and log-loss over every group."""
     import duckdb  # noqa: PLC0415  (the parent stays light: workers do the work)
     import pandas as pd  # noqa: PLC0415
 
     with duckdb.connect(str(duck_out / "pipelines.duckdb"), read_only=True) as db:
         duck = db.sql(
-            "select a.decision_type, a.week_start as week, a.model_key, a.accuracy, c.ece, c.brier, "
+            "select a.decision_type, a.week_start as week, a.model_key, a.agreement, c.ece, c.brier, "
             "c.log_loss from agreement a join calibration c using (decision_type, week_start, model_key)"
         ).df()
     ref = pd.read_parquet(pandas_out / "calibration.parquet")
@@ -183,7 +183,7 @@ def agreement_gap(duck_out: Path, pandas_out: Path) -> float:
     duck["week"] = pd.to_datetime(duck.week)
     both = duck.merge(ref, on=["decision_type", "week", "model_key"], suffixes=("", "_ref"))
     return float(
-        max((both[c] - both[f"{c}_ref"]).abs().max() for c in ("accuracy", "ece", "brier", "log_loss"))
+        max((both[c] - both[f"{c}_ref"]).abs().max() for c in ("agreement", "ece", "brier", "log_loss"))
     )
 
 
@@ -229,7 +229,7 @@ def bench(args: argparse.Namespace) -> None:
         duck_out = args.data_dir / f"out-duckdb-{decisions}-{args.candidates}"
         pandas_out = args.data_dir / f"out-pandas-{decisions}-{args.candidates}"
         gap = agreement_gap(duck_out, pandas_out)
-        print(f"{'':>11} max |duckdb - pandas| on accuracy, ECE, Brier, log-loss: {gap:.2e}", flush=True)
+        print(f"{'':>11} max |duckdb - pandas| on agreement, ECE, Brier, log-loss: {gap:.2e}", flush=True)
         if args.candidates > 1:
             print(f"{'':>11} paired: {paired_gap(duck_out, pandas_out)}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)

@@ -1,7 +1,7 @@
 """The weekly metrics again, in pandas + numpy + scikit-learn (scipy for the bounds): the bench's reference.
 
 Same inputs (every proposals and outcomes file of the window), same metrics and conventions as the DuckDB
-models: funnel and reasons, confusion, per-option precision/recall, accuracy, kappa and baselines, severe
+models: funnel and reasons, confusion, per-option precision/recall, agreement, kappa and baselines, severe
 errors, top-label ECE (15 equal-mass bins), the debiased ECE with its block-bootstrap interval, MCE,
 classwise ECE, Brier, log-loss, reliability rows, confidence and mix PSI with the ECE alert, per-option
 Clopper-Pearson thresholds, the risk-coverage curve, selective coverage, latency percentiles and cost.
@@ -199,16 +199,16 @@ def funnel(d: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def agreement(group: pd.DataFrame) -> dict[str, float]:
-    """Accuracy, kappa, baseline, confusion size and per-option precision/recall of one group."""
+    """Agreement, kappa, baseline, confusion size and per-option precision/recall of one group."""
     labels = sorted(set(group.outcome) | set(group.proposal))
     cm = confusion_matrix(group.outcome, group.proposal, labels=labels)
     tp = np.diag(cm)
     with np.errstate(invalid="ignore", divide="ignore"):
         precision, recall = tp / cm.sum(axis=0), tp / cm.sum(axis=1)
     return {
-        "accuracy": tp.sum() / cm.sum(),
+        "agreement": tp.sum() / cm.sum(),
         "kappa": cohen_kappa_score(group.outcome, group.proposal),
-        "baseline_accuracy": cm.sum(axis=1).max() / cm.sum(),
+        "baseline_agreement": cm.sum(axis=1).max() / cm.sum(),
         "cells": int((cm > 0).sum()),
         "mean_precision": float(np.nanmean(precision)),
         "mean_recall": float(np.nanmean(recall)),

@@ -172,7 +172,7 @@ def _lines(
     names = readable(verdicts)
     frame = marts.of_week("agreement")
     frame = frame[frame["decision_type"] == decision_type]
-    agreement = dict(zip(frame[CANDIDATE], frame["accuracy"], strict=True))
+    agreement = dict(zip(frame[CANDIDATE], frame["agreement"], strict=True))
     lines = []
     for name, key in sorted(
         representative(list(verdicts), evidence).items(), key=lambda i: (i[0] != config.champion, i[0])

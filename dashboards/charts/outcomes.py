@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import altair as alt
 
-from dashboards.charts.encoding import AGREEMENT_COLUMNS, NAME, candidate_colour, rows_of_type
+from dashboards.charts.encoding import NAME, candidate_colour, rows_of_type
 from dashboards.charts.rendering import HEIGHT, WIDTH, Chart, render
 from dashboards.intervals import wilson
 from dashboards.marts import ALL, CANDIDATE, CANDIDATE_NAME
@@ -41,7 +41,7 @@ def funnel(marts: Marts, decision_type: str) -> Chart:
 
 def agreement(marts: Marts, decision_type: str) -> Chart:
     """Agreement with production per candidate over weeks with Wilson 95% intervals (never "accuracy")."""
-    t = rows_of_type(marts["agreement"], decision_type).rename(columns=AGREEMENT_COLUMNS)
+    t = rows_of_type(marts["agreement"], decision_type)
     n, p = t["labelled"].astype(float), t["agreement"]
     low, high = wilson(p, n)
     t = t.assign(low=low, high=high)

@@ -66,7 +66,7 @@ def audited(marts: Marts, decision_type: str) -> list[Audited]:
     week = frame[(frame["week"] == marts.week) & (frame["decision_type"] == decision_type)]
     agreement = marts.of_week("agreement")
     agreement = agreement[agreement["decision_type"] == decision_type]
-    agrees = dict(zip(agreement[CANDIDATE], agreement["accuracy"], strict=True))
+    agrees = dict(zip(agreement[CANDIDATE], agreement["agreement"], strict=True))
     rows = sorted(week.to_dict("records"), key=lambda r: (r[CANDIDATE] != PRODUCTION, r[CANDIDATE]))
     return [
         Audited(str(r[CANDIDATE]), 1.0 if r[CANDIDATE] == PRODUCTION else agrees.get(r[CANDIDATE]),

@@ -3,7 +3,7 @@
 | column | from |
 |---|---|
 | scored | ``funnel.scored`` (the candidate's scored decisions of the week) |
-| agreement [95% CI] | ``agreement.accuracy`` on ``agreement.labelled`` decisions, Wilson score interval |
+| agreement [95% CI] | ``agreement.agreement`` on ``agreement.labelled`` decisions, Wilson score interval |
 | ECE [95% CI] | ``calibration.ece_debiased``, ``ece_low``..``ece_high`` |
 | p95 ms | the 95th percentile of the week's ``scorer_ms`` in the candidate's proposals rows |
 | $/accepted | ``paired.usd_per_1k`` / 1000 x ``selective.scored`` / ``selective.accepted`` |
@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dashboards.intervals import proportion_interval
 from dashboards.marts import identity_of
 from semif_shadow.demo.catalog import CANDIDATES, DECISION_TYPE
 
@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pyarrow as pa
-
-Z95 = 1.959963984540054
-
 
 @dataclass(frozen=True)
 class Line:
@@ -39,23 +36,13 @@ class Line:
     model_key: str
     scored: int
     labelled: int
-    accuracy: float | None
-    accuracy_ci: tuple[float, float] | None
+    agreement: float | None
+    agreement_ci: tuple[float, float] | None
     ece: float | None
     ece_ci: tuple[float, float] | None
     p95_ms: float | None
     usd_per_accepted: float | None
     verdict: str
-
-
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def mart(marts: Path, name: str, week: str) -> list[dict[str, Any]]:
@@ -127,14 +114,14 @@ def lines(marts: Path, week: str, review_md: str, p95: dict[str, float]) -> list
         key = keys.get(candidate, "")
         a, c, s = agreement.get(key, {}), calibration.get(key, {}), selective.get(key, {})
         labelled = int(a.get("labelled") or 0)
-        accuracy = a.get("accuracy")
+        agrees = a.get("agreement")
         ece = c.get("ece_debiased")
         per_1k, accepted = usd.get(candidate), int(s.get("accepted") or 0)
         scored = int(s.get("scored") or 0)
         cost = per_1k / 1000 * scored / accepted if per_1k is not None and accepted else None
         out.append(Line(
-            candidate, key, int(funnel.get(candidate, {}).get("scored") or 0), labelled, accuracy,
-            wilson(accuracy * labelled, labelled) if accuracy is not None else None, ece,
+            candidate, key, int(funnel.get(candidate, {}).get("scored") or 0), labelled, agrees,
+            proportion_interval(agrees * labelled, labelled) if agrees is not None else None, ece,
             (c["ece_low"], c["ece_high"]) if ece is not None else None, p95.get(candidate), cost,
             verdict.get(candidate, "see report")))
     return out
@@ -149,7 +136,7 @@ def _ci(value: float | None, ci: tuple[float, float] | None) -> str:
 def table(rows: list[Line]) -> str:
     """The terminal table."""
     header = ("candidate", "scored", "agreement [95% CI]", "ECE [95% CI]", "p95 ms", "$/accepted", "verdict")
-    body = [(r.candidate, str(r.scored), _ci(r.accuracy, r.accuracy_ci), _ci(r.ece, r.ece_ci),
+    body = [(r.candidate, str(r.scored), _ci(r.agreement, r.agreement_ci), _ci(r.ece, r.ece_ci),
              "-" if r.p95_ms is None else f"{r.p95_ms:.0f}",
              "-" if r.usd_per_accepted is None else f"{r.usd_per_accepted:.5f}", r.verdict) for r in rows]
     widths = [max(len(x[i]) for x in (header, *body)) for i in range(len(header))]

@@ -18,7 +18,7 @@ ACCEPTED = {
     ("drift", "mix_psi_band"): {"stable", "moderate", "significant", None},
     ("funnel_reasons", "status"): {"dropped", "timeout", "error", "invalid_response", "lost"},
 }
-SHARES = ("label_rate", "accuracy", "kappa", "coverage", "selective_risk", "precision", "recall", "ece",
+SHARES = ("label_rate", "agreement", "accuracy", "kappa", "coverage", "selective_risk", "precision", "recall", "ece",
           "mce")
 
 

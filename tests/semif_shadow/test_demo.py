@@ -137,7 +137,7 @@ def test_marts_match_the_records(demo_run: trial.Result) -> None:
             row = agreement[keys[candidate]]
             assert row["labelled"] == len(labelled)
             correct = sum(p["proposal"] == final[p["decision_id"]] for p in labelled)
-            assert row["accuracy"] == pytest.approx(correct / len(labelled))
+            assert row["agreement"] == pytest.approx(correct / len(labelled))
             outside = sum(final[p["decision_id"]] in OUT_OF_SCOPE_ACTIONS for p in labelled)
             assert row["outside_options"] == outside
 
@@ -182,7 +182,7 @@ def test_report_and_table_match_the_marts(demo_run: trial.Result) -> None:
         assert line.verdict in {"go", "wait", "reject"}
         assert f"{agreement[line.model_key]['labelled']} labelled" in html
         assert line.scored == funnel[line.candidate]["scored"]
-        assert line.accuracy == agreement[line.model_key]["accuracy"]
+        assert line.agreement == agreement[line.model_key]["agreement"]
         assert line.p95_ms is not None
         assert line.p95_ms > 0
     table = summary.table(lines)

@@ -1,5 +1,6 @@
--- Accuracy and Cohen's kappa per decision type, week and model identity, beside the best constant
--- (always the most frequent outcome: accuracy = its share, kappa = 0), the label rate and severe errors.
+-- Agreement with production's outcome and Cohen's kappa per decision type, week and model identity, beside
+-- the best constant (always the most frequent outcome: agreement = its share, kappa = 0), the label rate
+-- and severe errors. Agreement, not accuracy: where production is wrong, a right proposal disagrees.
 -- An outcome outside the options is a miss for every candidate; `outside_options` counts those labelled
 -- decisions and `outside_options_rate` is their share of the labelled.
 with options as (
@@ -30,9 +31,9 @@ summed as (
     select
         decision_type, week_start, week, model_key,
         max(labelled)::bigint as labelled,
-        sum(true_positives) / max(labelled) as accuracy,
+        sum(true_positives) / max(labelled) as agreement,
         sum(predicted * support) / (max(labelled) * max(labelled)) as chance_agreement,
-        max(support) / max(labelled) as baseline_accuracy
+        max(support) / max(labelled) as baseline_agreement
     from options
     group by all
 ),
@@ -41,9 +42,9 @@ final as (
     select
         summed.decision_type, summed.week_start, summed.week, summed.model_key,
         rates.scored, summed.labelled, rates.label_rate,
-        summed.accuracy,
-        (summed.accuracy - summed.chance_agreement) / nullif(1 - summed.chance_agreement, 0) as kappa,
-        summed.baseline_accuracy,
+        summed.agreement,
+        (summed.agreement - summed.chance_agreement) / nullif(1 - summed.chance_agreement, 0) as kappa,
+        summed.baseline_agreement,
         0.0::double as baseline_kappa,
         coalesce(severe.severe_errors, 0) as severe_errors,
         coalesce(outside.outside_options, 0)::bigint as outside_options,

@@ -1,4 +1,4 @@
-"""The `agreement` mart: accuracy, Cohen's kappa and the best-constant baseline against scikit-learn."""
+"""The `agreement` mart: agreement (sklearn's accuracy), Cohen's kappa and the best-constant baseline."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ def test_accuracy_kappa_and_baseline_match_sklearn(computed: Computed, records: 
     for row in rows:
         ref = scope(records.labelled, row["decision_type"], row["week"], row["model_key"])
         assert row["labelled"] == len(ref)
-        assert row["accuracy"] == pytest.approx(accuracy_score(ref.outcome, ref.proposal), rel=1e-12)
+        assert row["agreement"] == pytest.approx(accuracy_score(ref.outcome, ref.proposal), rel=1e-12)
         assert row["kappa"] == pytest.approx(cohen_kappa_score(ref.outcome, ref.proposal), rel=1e-9)
-        assert row["baseline_accuracy"] == pytest.approx(
+        assert row["baseline_agreement"] == pytest.approx(
             ref.outcome.value_counts(normalize=True).max(), rel=1e-12
         )
-        assert row["accuracy"] > row["baseline_accuracy"]
+        assert row["agreement"] > row["baseline_agreement"]
 
 
 def test_agreement_invariants(computed: Computed) -> None:

@@ -50,13 +50,13 @@ def test_every_quality_mart_separates_candidates_and_identities(
 
 
 def test_agreement_per_identity_matches_sklearn(ab_computed: Computed, ab_records: Records) -> None:
-    """Per candidate and identity, labelled count and accuracy equal scikit-learn's on those rows."""
+    """Per candidate and identity, labelled count and agreement equal scikit-learn's on those rows."""
     for row in mart(ab_computed, "agreement"):
         if row["model_key"] == "*":
             continue
         ref = scope(ab_records.labelled, row["decision_type"], row["week"], row["model_key"])
         assert row["labelled"] == len(ref) > 0
-        assert row["accuracy"] == pytest.approx(accuracy_score(ref.outcome, ref.proposal), rel=1e-12)
+        assert row["agreement"] == pytest.approx(accuracy_score(ref.outcome, ref.proposal), rel=1e-12)
 
 
 def test_identities_name_each_key_and_flag_the_change(ab_computed: Computed, ab_records: Records) -> None:
