@@ -80,7 +80,7 @@ def run_job(tree: Path, root: Path) -> Run:
 
 
 AUDIT_MODELS = (
-    "stg_audits", "stg_audit_samples", "int_audits", "int_audited", "int_audit_pairs", "correctness",
+    "stg_audits", "stg_audit_samples", "int_audited", "int_audit_pairs", "correctness",
     "auditor_agreement", "auditor_disagreements",
 )
 """``--baseline-drop audits``: the models that turn audits into marts (production's outcome, read by every

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from dashboards.marts import CANDIDATE_NAME, identity_of
 from dashboards.names import base_name
+from pipelines.sqlmodels import PRODUCTION
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -71,7 +72,7 @@ def audits(marts: Marts) -> Fact:
         return Fact("audits", "none", "no audited sample this week: agreement is with production, not truth")
     week = frame[frame["week"] == marts.week]
     key = "candidate" if "candidate" in week else None
-    rows = week[week[key] == "production"] if key else week
+    rows = week[week[key] == PRODUCTION] if key else week
     audited = int(rows["audited"].max()) if not rows.empty else 0
     return Fact(
         "audits", f"{audited:,} decisions" if audited else "none", "audited correctness beside agreement"

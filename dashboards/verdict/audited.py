@@ -49,8 +49,6 @@ if TYPE_CHECKING:
     from dashboards.marts import Marts
 
 RULE = AUDITED
-PRODUCTION = "production"
-"""The audit marts' key for production's own outcome."""
 STRATUM_COUNTS = ("stratum_decisions", "audited", "units")
 STRATUM_SUMS = ("model_right", "production_right", "right_vs_wrong", "wrong_vs_right")
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dashboards.marts import CANDIDATE
-from dashboards.verdict.audited import PRODUCTION, RULE
+from dashboards.verdict.audited import RULE
+from pipelines.sqlmodels import PRODUCTION
 
 if TYPE_CHECKING:
     from dashboards.marts import Marts

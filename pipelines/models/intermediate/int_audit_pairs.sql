@@ -1,7 +1,7 @@
 -- The decisions two auditors answered (double audits): one row per decision with the first two auditors'
 -- answers (ordered by auditor id), in the week of the decision (`int_audited`'s production rows).
 with answers as (
-    select * from int_audits
+    select * from stg_audits
 ),
 
 audited as (

@@ -12,7 +12,7 @@ with samples as (
 ),
 
 answers as (
-    select sample_id, decision_type, decision_id, answer from int_audits
+    select sample_id, decision_type, decision_id, answer from stg_audits
 ),
 
 audited as (  -- one row per answer to a sampled decision
