@@ -28,6 +28,11 @@ def week_label(monday: dt.date) -> str:
     return f"{year}-W{week:02d}"
 
 
+def week_after(week: str, weeks: int) -> str:
+    """The ISO week ``weeks`` after ``week`` (``YYYY-Www``)."""
+    return week_label(parse_week(week) + dt.timedelta(weeks=weeks))
+
+
 def as_utc(day: dt.date) -> dt.datetime:
     """Midnight UTC at the start of ``day``."""
     return dt.datetime.combine(day, dt.time(), dt.UTC)

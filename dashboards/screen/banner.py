@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from dashboards.verdict.decision import ENOUGH, P99, P99_HARD, POLICY, Decision, Kind
 from dashboards.verdict.rules import kind_of
+from pipelines.weeks import week_after
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
@@ -108,17 +109,8 @@ def eta(v: Verdict, weekly_labels: float, week: str) -> str:
     weeks = math.ceil(v.labels_needed / weekly_labels)
     return (
         first + f"{v.labels_needed:,} more labels, {weeks} week(s) at this week's {weekly_labels:,.0f} "
-        f"({_plus(week, weeks)})"
+        f"({week_after(week, weeks)})"
     )
-
-
-def _plus(week: str, weeks: int) -> str:
-    """The ISO week ``weeks`` after ``week``."""
-    import datetime as dt  # noqa: PLC0415  (one use)
-
-    monday = dt.date.fromisocalendar(int(week[:4]), int(week[6:]), 1) + dt.timedelta(weeks=weeks)
-    year, number, _ = monday.isocalendar()
-    return f"{year}-W{number:02d}"
 
 
 def line(  # noqa: PLR0913, PLR0917  (one candidate's whole context)

@@ -8,12 +8,12 @@ labels are expected to bring them.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.confseq import labels_needed as confseq_labels_needed
+from pipelines.weeks import week_after
 
 if TYPE_CHECKING:
     from dashboards.config import ReviewConfig
@@ -64,7 +64,7 @@ def eta_of(e: Evidence, c: ReviewConfig) -> Eta:
             more, per_week, None, f"{more:,} more labelled accepted decisions; none arrive a week: no date"
         )
     weeks = math.ceil(more / per_week)
-    week = _plus(g.counted_through or e.week, weeks)
+    week = week_after(g.counted_through or e.week, weeks)
     return Eta(
         more,
         per_week,
@@ -73,10 +73,3 @@ def eta_of(e: Evidence, c: ReviewConfig) -> Eta:
         f"{c.precision_target} with 80% power at the estimated precision {estimate:.3f}: {weeks} "
         f"week(s) at {per_week:,.0f} a week, with week {week}'s labels (once it matures)",
     )
-
-
-def _plus(week: str, weeks: int) -> str:
-    """The ISO week ``weeks`` after ``week``."""
-    monday = dt.date.fromisocalendar(int(week[:4]), int(week[6:]), 1) + dt.timedelta(weeks=weeks)
-    year, number, _ = monday.isocalendar()
-    return f"{year}-W{number:02d}"

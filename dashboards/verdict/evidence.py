@@ -36,6 +36,7 @@ from dashboards.verdict.policy_evidence import (
     week_ledger,
 )
 from pipelines.ledger import NO_POLICY
+from pipelines.weeks import as_utc, parse_week
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -281,8 +282,7 @@ def settled(delays: pd.DataFrame) -> tuple[str, bool]:
     age: dict[str, float] = {}
     for r in delays.itertuples():
         week = str(r.week)
-        monday = dt.date.fromisocalendar(int(week[:4]), int(week[6:]), 1)
-        ended = dt.datetime.combine(monday + dt.timedelta(weeks=1), dt.time(), dt.UTC)
+        ended = as_utc(parse_week(week) + dt.timedelta(weeks=1))
         days = (r.as_of - ended).total_seconds() / 86_400
         age[week] = max(age.get(week, -math.inf), days)
     ready = [w for w in weeks if age[w] >= SETTLED_DAYS]
