@@ -32,6 +32,9 @@ ALL = "*"
 """The candidate value that sums every candidate."""
 CANDIDATE_NAME = "candidate_name"
 """The candidate's own name (``default``, ``challenger``): the marts' ``candidate`` column."""
+READ_COLUMNS = {"agreement": ("agreement", "baseline_agreement")}
+"""Columns the review reads that marts written by an older pipelines name otherwise: such marts are refused
+in one line (rerun the pipelines) instead of failing deep in the report."""
 SOURCE_COLUMNS = {"candidate": CANDIDATE_NAME, "model_key": CANDIDATE}
 """Mart column -> report column (applied in this order); the marts' own names stop here."""
 MARTS = (
@@ -192,6 +195,9 @@ def read_mart(root: Root, mart: str, week: str, *, optional: bool = False) -> pd
         table = dataset.to_table(filter=pads.field("week") <= week)
     except (pa.ArrowException, OSError, FileNotFoundError) as exc:
         raise MartsMissing(f"cannot read mart {mart!r} under {root.uri}: {exc}") from exc
+    if missing := [c for c in READ_COLUMNS.get(mart, ()) if c not in table.column_names]:
+        raise MartsMissing(f"mart {mart!r} under {root.uri} has no {', '.join(missing)}: it was written by "
+                           "an older pipelines version (rerun `semif-shadow pipelines run` over its weeks)")
     frame = table.to_pandas()
     for source, column in SOURCE_COLUMNS.items():
         frame = frame.rename(columns={source: column})

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import boto3
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 
 from dashboards.errors import MartsMissing
-from dashboards.marts import CANDIDATE, MARTS, OPTIONAL_MARTS, identity_of, load_marts
+from dashboards.marts import CANDIDATE, MARTS, OPTIONAL_MARTS, identity_of, load_marts, read_mart
+from pipelines.storage import open_root
 from tests.dashboards.harness import WEEK
 
 if TYPE_CHECKING:
@@ -64,3 +67,13 @@ def test_marts_of_an_older_pipelines_lack_the_identity_marts(marts_dir: Path, tm
     assert marts.identity_changes(decision_type).empty
     assert marts.identities(decision_type).empty
     assert marts.of_week("paired").empty
+
+
+def test_marts_written_before_the_agreement_column_are_refused_in_one_line(tmp_path: Path) -> None:
+    """An agreement mart whose column is still ``accuracy`` is ``MartsMissing``: rerun the pipelines."""
+    folder = tmp_path / "agreement" / f"week={WEEK}"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"decision_type": ["t"], "accuracy": [0.9], "baseline_accuracy": [0.5]}),
+                   folder / "part-0.parquet")
+    with pytest.raises(MartsMissing, match=r"no agreement, baseline_agreement: .*\(rerun `semif-shadow"):
+        read_mart(open_root(str(tmp_path)), "agreement", WEEK)
