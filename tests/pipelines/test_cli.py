@@ -26,7 +26,8 @@ from tests.pipelines.harness import AS_OF, FIRST, LAST
 
 EMPTY_HERE = frozenset({
     "paired", "identity_changes",  # one candidate, one identity
-    "correctness", "auditor_agreement", "auditor_disagreements",  # no audits in these records
+    "audit_strata", "correctness", "audited_difference", "auditor_agreement",  # no audits in these records
+    "auditor_disagreements",
 })
 """Marts with no row in the session data (one candidate, no identity change): see marts/test_paired.py."""
 
