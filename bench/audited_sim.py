@@ -68,6 +68,11 @@ class Setup:
     decide_types: int = 20
 
 
+FLAGS = ("--types", "--decisions", "--weeks", "--production-error", "--shift", "--copy", "--auditor-error",
+         "--margin", "--confidence", "--seed", "--decide-types")
+"""The command's options: one per ``Setup`` field."""
+
+
 @dataclass
 class Result:
     """Per type and look: whether the gate passed; per mart row: whether each interval held the truth."""
@@ -242,8 +247,9 @@ def main() -> None:
     """Run the simulation with the command's options; print the table."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, value in vars(Setup()).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    for flag in FLAGS:
+        value = getattr(Setup(), flag[2:].replace("-", "_"))
+        parser.add_argument(flag, type=type(value), default=value)
     setup = Setup(**vars(parser.parse_args()))
     print(f"{setup.types:,} decision types x {setup.weeks} weeks, {setup.decisions:,} decisions a week; "
           f"production wrong {setup.production_error:.0%}, the candidate {setup.shift:+.0%} more "

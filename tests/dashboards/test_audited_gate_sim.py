@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from bench.audited_sim import Result, Setup, simulate
+from bench.audited_sim import FLAGS, Result, Setup, simulate
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -59,3 +59,8 @@ def test_decide_waits_on_the_audited_gate_and_names_it(at_margin: Result) -> Non
     assert "go" not in at_margin.decided
     failed = int((~at_margin.passed[:20, 0]).sum())
     assert len(at_margin.reasons) == failed > 0
+
+
+def test_the_command_has_a_flag_for_every_setting() -> None:
+    """``bench/audited_sim.py``'s flags are the ``Setup`` fields, each once."""
+    assert sorted(f.removeprefix("--").replace("-", "_") for f in FLAGS) == sorted(vars(Setup()))
