@@ -139,3 +139,22 @@ async def ping_status(session: aiohttp.ClientSession, url: str) -> int | None:
 
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+TICKETS = [  # support tickets the batching tests score alone and together
+    "I was charged twice for my subscription this month, please refund.",
+    "The app crashes whenever I open settings on Android 14.",
+    "How do I change the email address on my account?",
+    "My package never arrived and tracking shows nothing since Monday.",
+    "Can I get an invoice with my company VAT number?",
+    "The password reset email never comes through.",
+    "I want to cancel my plan and delete all my data.",
+    "Is there a discount for annual billing for nonprofits? We are a small charity.",
+]
+ROUTE = [  # single- and multi-token options, two sharing their first token
+    ("billing", "Billing"),
+    ("tech", "Technical problem with the app"),
+    ("account", "Account settings"),
+    ("deletion", "Account deletion and privacy"),
+    ("shipping", "Shipping and delivery"),
+]

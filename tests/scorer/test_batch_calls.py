@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from contracts.semif import ScoreRequest, ScoreResponse
-from tests.scorer.harness import make_engine
-from tests.scorer.test_batch_invariance import ROUTE, TICKETS
+from tests.scorer.harness import ROUTE, TICKETS, make_engine
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -28,8 +28,7 @@ from scorer import crossbatch, merged
 from scorer.engine import Engine
 from scorer.server.app import init_app
 from scorer.settings import ScorerSettings
-from tests.scorer.harness import make_engine
-from tests.scorer.test_server import ready
+from tests.scorer.harness import ROUTE, TICKETS, make_engine, ready
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -37,23 +36,6 @@ if TYPE_CHECKING:
 
     from tests.typing import ClientFactory
 
-TICKETS = [
-    "I was charged twice for my subscription this month, please refund.",
-    "The app crashes whenever I open settings on Android 14.",
-    "How do I change the email address on my account?",
-    "My package never arrived and tracking shows nothing since Monday.",
-    "Can I get an invoice with my company VAT number?",
-    "The password reset email never comes through.",
-    "I want to cancel my plan and delete all my data.",
-    "Is there a discount for annual billing for nonprofits? We are a small charity.",
-]
-ROUTE = [  # single- and multi-token options, two sharing their first token
-    ("billing", "Billing"),
-    ("tech", "Technical problem with the app"),
-    ("account", "Account settings"),
-    ("deletion", "Account deletion and privacy"),
-    ("shipping", "Shipping and delivery"),
-]
 PRIORITY = [("p1", "urgent: the customer is blocked"), ("p2", "high"), ("p3", "normal, within a week")]
 YES_NO = [("yes", "yes"), ("no", "no")]  # one token each: a decision alone asks for one logits row
 LIMIT = 16
