@@ -134,8 +134,7 @@ def serve_main() -> None:
     from contracts.settings import build_settings  # noqa: PLC0415
 
     try:
-        settings = build_settings(ScorerSettings)
-    except ContractError as exc:
+        run(build_settings(ScorerSettings))
+    except ContractError as exc:  # a bad setting, or one the machine refuses (the invariant mode on a GPU)
         print(f"serve: {exc}", file=sys.stderr)  # noqa: T201  (before anything else can report)
         raise SystemExit(2) from exc
-    run(settings)

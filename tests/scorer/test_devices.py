@@ -35,7 +35,10 @@ SERVE_BESIDE_A_FAKE_GPU = """
 import sys
 import scorer.runtime as runtime
 runtime.gpu_devices = lambda: [runtime.GpuDevice("CUDA", "CUDA0", "NVIDIA H100 80GB HBM3")]
-from semif_shadow.cli import main
+from semif_shadow.cli import main, serve_main
+if sys.argv[1] == "bare":
+    sys.argv = ["serve"]
+    serve_main()
 sys.argv = ["semif-shadow", "serve", "--port", "1"]
 main()
 """
@@ -58,16 +61,18 @@ def test_a_gpu_backend_refuses_the_invariant_mode(model_path: Path) -> None:
         assert "CUDA_VISIBLE_DEVICES=" in str(refused.value)
 
 
-def test_serve_refuses_the_invariant_mode_before_listening() -> None:
-    """`semif-shadow serve` beside a (faked) GPU exits 2 with the one line, before loading or listening."""
+@pytest.mark.parametrize("entry", ["cli", "bare"])
+def test_serve_refuses_the_invariant_mode_before_listening(entry: str) -> None:
+    """`semif-shadow serve`, and the bare `serve` SageMaker runs, beside a (faked) GPU: exit 2, one line."""
     done = subprocess.run(  # noqa: S603  (our own interpreter and probe)
-        [sys.executable, "-c", SERVE_BESIDE_A_FAKE_GPU], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", SERVE_BESIDE_A_FAKE_GPU, entry], capture_output=True, text=True, timeout=120,
         check=False, env={"SCORER_BATCH_INVARIANT": "true", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 2, done.stderr
     assert "SCORER_BATCH_INVARIANT=true: the batch-invariant mode holds on the CPU backend only" in (
         done.stderr
     )
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.usefixtures("fake_gpu_backend")
