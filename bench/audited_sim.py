@@ -219,27 +219,20 @@ def standard_error(share: float, n: int) -> float:
 
 def table(setup: Setup, result: Result) -> str:
     """The operating characteristics (Markdown)."""
-    n = setup.types
+    rows: list[tuple[str, np.ndarray]] = [
+        *((f"gate passed at look {week + 1}", result.passed[:, week]) for week in range(setup.weeks)),
+        (f"gate passed at any of {setup.weeks} looks", result.passed.any(axis=1)),
+        *((f"95% interval of {name} held the truth", np.asarray(held))
+          for name, held in result.covered.items()),
+    ]
+    if setup.auditor_error or result.waited_on_auditors.any():
+        rows.append(("gate waited on auditor error", result.waited_on_auditors.ravel()))
+        rows += [(f"{name}: interval held or the gate waited on auditor error", np.asarray(ok))
+                 for name, ok in result.explained.items()]
     lines = ["| measure | share | ± se | replicates |", "|---|---:|---:|---:|"]
-    for week in range(setup.weeks):
-        share = float(result.passed[:, week].mean())
-        se = standard_error(share, n)
-        lines.append(f"| gate passed at look {week + 1} | {share:.2%} | {se:.2%} | {n:,} |")
-    anywhere = float(result.passed.any(axis=1).mean())
-    lines.append(f"| gate passed at any of {setup.weeks} looks | {anywhere:.2%} | "
-                 f"{standard_error(anywhere, n):.2%} | {n:,} |")
-    for name, held in result.covered.items():
-        share = float(np.mean(held))
-        lines.append(f"| 95% interval of {name} held the truth | {share:.2%} | "
-                     f"{standard_error(share, len(held)):.2%} | {len(held):,} |")
-    waited = float(result.waited_on_auditors.mean())
-    if setup.auditor_error or waited:
-        lines.append(f"| gate waited on auditor error | {waited:.2%} | {standard_error(waited, n):.2%} | "
-                     f"{result.waited_on_auditors.size:,} |")
-        for name, ok in result.explained.items():
-            share = float(np.mean(ok))
-            lines.append(f"| {name}: interval held or the gate waited on auditor error | {share:.2%} | "
-                         f"{standard_error(share, len(ok)):.2%} | {len(ok):,} |")
+    for label, flags in rows:
+        share = float(flags.mean())
+        lines.append(f"| {label} | {share:.2%} | {standard_error(share, flags.size):.2%} | {flags.size:,} |")
     return "\n".join(lines)
 
 

@@ -84,6 +84,9 @@ def paired(strata: pd.DataFrame, z: float) -> Paired:
     big = rows["stratum_decisions"].to_numpy(float) * n / rows["audited"].to_numpy(float)
     w, total = big / big.sum(), big.sum()
     rr, ww = rows["right_vs_wrong"].to_numpy(float), rows["wrong_vs_right"].to_numpy(float)
+    candidate = float(np.sum(w * rows["model_right"].to_numpy(float) / n))
+    production = float(np.sum(w * rows["production_right"].to_numpy(float) / n))
+    audited = int(n.sum())
     diff = float(np.sum(w * (rr - ww) / n))
     extra = float(np.sum(w * ((rr - ww) / n - diff) ** 2)) / total
     some = k > 0
@@ -100,13 +103,7 @@ def paired(strata: pd.DataFrame, z: float) -> Paired:
     down = a_below + b_above - 2 * rho * math.sqrt(a_below * b_above) + z * z * extra
     up = a_above + b_below - 2 * rho * math.sqrt(a_above * b_below) + z * z * extra
     low, high = diff - math.sqrt(max(down, 0.0)), diff + math.sqrt(max(up, 0.0))
-    mine = strata[(strata["units"] > 0) & (strata["audited"] > 0)]
-    n_all = mine["units"].to_numpy(float)
-    w_all = mine["stratum_decisions"].to_numpy(float) * n_all / mine["audited"].to_numpy(float)
-    w_all = w_all / w_all.sum()
-    return Paired(diff, low, high, float(np.sum(w_all * mine["model_right"].to_numpy(float) / n_all)),
-                  float(np.sum(w_all * mine["production_right"].to_numpy(float) / n_all)), int(n_all.sum()),
-                  float(k.sum()))
+    return Paired(diff, low, high, candidate, production, audited, float(k.sum()))
 
 
 @dataclass(frozen=True)

@@ -93,19 +93,25 @@ def _mark(table: pa.Table, hit: pa.Array, status: str, reason: str, *, sampled: 
     return table
 
 
-def test_a_sampler_drawing_fewer_of_the_offered_fails_the_sample_ratio(
-        records_dir: Path, tmp_path: Path) -> None:
-    """A quarter of the challenger's scored ticket_routing rows never sampled: the sample ratio fails."""
+def challenger_verdict(
+        records_dir: Path, tmp_path: Path, status: str, reason: str, *, sampled: bool) -> Verdict:
+    """ticket_routing's challenger verdict with a quarter of its scored rows made ``status`` / ``reason``."""
     root = broken(records_dir, tmp_path)
 
-    def unsample(table: pa.Table) -> pa.Table:
+    def mark(table: pa.Table) -> pa.Table:
         hit = every(
             table, 4, pc.and_(pc.equal(table["candidate"], "challenger"), pc.equal(table["status"], "scored"))
         )
-        return _mark(table, hit, "dropped", "not_sampled", sampled=False)
+        return _mark(table, hit, status, reason, sampled=sampled)
 
-    rewrite(root, "ticket_routing", unsample)
-    v = verdicts(root, tmp_path / "out")[("ticket_routing", "challenger")]
+    rewrite(root, "ticket_routing", mark)
+    return verdicts(root, tmp_path / "out")[("ticket_routing", "challenger")]
+
+
+def test_a_sampler_drawing_fewer_of_the_offered_fails_the_sample_ratio(
+        records_dir: Path, tmp_path: Path) -> None:
+    """A quarter of the challenger's scored ticket_routing rows never sampled: the sample ratio fails."""
+    v = challenger_verdict(records_dir, tmp_path, "dropped", "not_sampled", sampled=False)
     assert SRM in failing(v)
     assert any(r.startswith(f"failed: {SRM}") and "chi-square" in r for r in v.reasons)
 
@@ -113,16 +119,7 @@ def test_a_sampler_drawing_fewer_of_the_offered_fails_the_sample_ratio(
 def test_scorer_failures_of_sampled_decisions_are_not_a_sampling_fault(
         records_dir: Path, tmp_path: Path) -> None:
     """A quarter of the challenger's scored ticket_routing rows made timeouts: sampled as often, SRM holds."""
-    root = broken(records_dir, tmp_path)
-
-    def time_out(table: pa.Table) -> pa.Table:
-        hit = every(
-            table, 4, pc.and_(pc.equal(table["candidate"], "challenger"), pc.equal(table["status"], "scored"))
-        )
-        return _mark(table, hit, "timeout", "scorer_timeout", sampled=True)
-
-    rewrite(root, "ticket_routing", time_out)
-    v = verdicts(root, tmp_path / "out")[("ticket_routing", "challenger")]
+    v = challenger_verdict(records_dir, tmp_path, "timeout", "scorer_timeout", sampled=True)
     assert SRM not in failing(v)
 
 
