@@ -18,28 +18,30 @@ with estimates as (
     where model_key <> 'production'
 ),
 
-sides as (
+sides as (  -- one row per candidate: each measure's columns side by side
     select
-        d.decision_type, d.week_start, d.week, d.sample_id, d.model_key, d.decisions, d.audited, d.domain,
-        d.every_stratum_audited, d.z, d.estimate as diff, d.size_var, d.variance as v_diff,
-        a.estimate as a, a.below as a_below, a.above as a_above, a.variance as v_a,
-        b.estimate as b, b.below as b_below, b.above as b_above, b.variance as v_b,
-        m.estimate as candidate, m.below as m_below, m.above as m_above, m.size_var as m_size_var,
-        p.estimate as production, p.below as p_below, p.above as p_above, p.size_var as p_size_var
-    from estimates as d
-    join estimates as a
-        on a.sample_id = d.sample_id and a.decision_type = d.decision_type and a.week = d.week
-        and a.model_key = d.model_key and a.measure = 'right_vs_wrong'
-    join estimates as b
-        on b.sample_id = d.sample_id and b.decision_type = d.decision_type and b.week = d.week
-        and b.model_key = d.model_key and b.measure = 'wrong_vs_right'
-    join estimates as m
-        on m.sample_id = d.sample_id and m.decision_type = d.decision_type and m.week = d.week
-        and m.model_key = d.model_key and m.measure = 'model'
-    join estimates as p
-        on p.sample_id = d.sample_id and p.decision_type = d.decision_type and p.week = d.week
-        and p.model_key = d.model_key and p.measure = 'production'
-    where d.measure = 'difference'
+        decision_type, week_start, week, sample_id, model_key, decisions, audited, domain,
+        every_stratum_audited, z,
+        max(case when measure = 'difference' then estimate end) as diff,
+        max(case when measure = 'difference' then size_var end) as size_var,
+        max(case when measure = 'difference' then variance end) as v_diff,
+        max(case when measure = 'right_vs_wrong' then below end) as a_below,
+        max(case when measure = 'right_vs_wrong' then above end) as a_above,
+        max(case when measure = 'right_vs_wrong' then variance end) as v_a,
+        max(case when measure = 'wrong_vs_right' then below end) as b_below,
+        max(case when measure = 'wrong_vs_right' then above end) as b_above,
+        max(case when measure = 'wrong_vs_right' then variance end) as v_b,
+        max(case when measure = 'model' then estimate end) as candidate,
+        max(case when measure = 'model' then below end) as m_below,
+        max(case when measure = 'model' then above end) as m_above,
+        max(case when measure = 'model' then size_var end) as m_size_var,
+        max(case when measure = 'production' then estimate end) as production,
+        max(case when measure = 'production' then below end) as p_below,
+        max(case when measure = 'production' then above end) as p_above,
+        max(case when measure = 'production' then size_var end) as p_size_var
+    from estimates
+    group by decision_type, week_start, week, sample_id, model_key, decisions, audited, domain,
+        every_stratum_audited, z
 ),
 
 correlated as (
