@@ -194,7 +194,7 @@ def gather(
     cost = cost[
         (cost["decision_type"] == decision_type) & (cost["model_name"] == identity_of(candidate).model_name)
     ]
-    accepted = int(cost["accepted"].sum())
+    priced = int(cost["scored"].sum())
     bands = (
         ()
         if drift is None
@@ -217,7 +217,10 @@ def gather(
         ece_alert=drift is not None and bool(drift["ece_alert"]),
         psi_bands=bands,
         p99_ms=float(latency["scorer_p99_ms"].max()) if not latency.empty else math.nan,
-        cost_per_accepted=float(cost["cost_usd"].sum()) / accepted if accepted else math.nan,
+        # cost per scored decision / coverage, both at the policy (as the precision rules)
+        cost_per_accepted=float(cost["cost_usd"].sum()) / priced * scored_at / accepted_at
+        if priced and accepted_at
+        else math.nan,
         at_min_coverage=at_coverage(marts, decision_type, candidate, min_coverage),
         ledger=ledger,
         maturity=maturity_of(marts, decision_type, row if row is not None else selective),

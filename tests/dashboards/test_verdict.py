@@ -46,6 +46,7 @@ def crafted(
     severe: int = 0,
     scored: int = 4000,
     accepted: int = 2000,
+    in_sample_accepted: int | None = None,
     ece_alert: bool = False,
     band: str = "stable",
     reference_weeks: int = 3,
@@ -61,6 +62,7 @@ def crafted(
 ) -> Marts:
     """One decision type, one candidate (or two with ``funnel``), one week: the columns the rules read."""
     key = {"decision_type": TYPE, "week": WEEK, CANDIDATE: CAND, "mature": mature}
+    own = accepted if in_sample_accepted is None else in_sample_accepted  # at the week's own thresholds
     funnel = funnel or {"default": (scored, scored, labelled)}
     ledger = {
         **key,
@@ -107,7 +109,7 @@ def crafted(
                 {
                     **key,
                     "scored": scored,
-                    "accepted": accepted,
+                    "accepted": own,
                     "coverage": 0.5,
                     "accepted_labelled": accepted_labelled,
                     "accepted_correct": accepted_correct,
@@ -134,7 +136,8 @@ def crafted(
                     "week": WEEK,
                     "model_name": "gemma",
                     "cost_usd": cost_usd,
-                    "accepted": accepted,
+                    "scored": scored,
+                    "accepted": own,
                 }
             ]
         ),
@@ -242,6 +245,20 @@ def test_the_rules_read_the_ledger_at_the_policy() -> None:
     assert failed(v) == {"precision lower bound meets target"}
     assert any("this week's labels only" in r for r in v.reasons), v.reasons
     assert verdict_of(crafted(policy="none"), DEFAULTS, replayed()).decision is Decision.GO
+
+
+def test_cost_per_accepted_is_priced_at_the_policy() -> None:
+    """Cost per accepted = the week's cost per scored decision / coverage at the policy (as precision).
+
+    A week whose own in-sample thresholds accept nothing still has a cost per accepted at the policy.
+    """
+    v = verdict_of(crafted(policy=POLICY_SHA[:12], in_sample_accepted=0), DEFAULTS, replayed())
+    assert v.decision is Decision.GO, v.reasons
+    (cost,) = (k for k in v.checks if k.rule == "cost within budget")
+    assert cost.detail.startswith("$0.00003 per accepted"), cost.detail  # $0.05 / 4,000 scored / 50%
+    v = verdict_of(crafted(policy=POLICY_SHA[:12], accepted=400, cost_usd=0.5), DEFAULTS, replayed())
+    (cost,) = (k for k in v.checks if k.rule == "cost within budget")
+    assert cost.detail.startswith("$0.00125 per accepted"), cost.detail  # $0.5 / 400 accepted of 4,000
 
 
 @pytest.mark.parametrize(
