@@ -155,8 +155,8 @@ def paired(lab: pd.DataFrame) -> pd.DataFrame:
                 diff = (ob - oa) / n
                 half = 1.959963984540054 * np.sqrt(np.maximum(oa + ob - (ob - oa) ** 2 / n, 0)) / n
                 out = s.index.to_frame(index=False).assign(
-                    candidate_a=a, candidate_b=b, paired=n, accuracy_a=s[("ca", "sum")].to_numpy() / n,
-                    accuracy_b=s[("cb", "sum")].to_numpy() / n, difference=diff, difference_low=diff - half,
+                    candidate_a=a, candidate_b=b, paired=n, agreement_a=s[("ca", "sum")].to_numpy() / n,
+                    agreement_b=s[("cb", "sum")].to_numpy() / n, difference=diff, difference_low=diff - half,
                     difference_high=diff + half,
                     mcnemar_p=np.minimum(1.0, 2 * binom.cdf(np.minimum(oa, ob), oa + ob, 0.5)),
                 )

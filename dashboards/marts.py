@@ -32,7 +32,7 @@ ALL = "*"
 """The candidate value that sums every candidate."""
 CANDIDATE_NAME = "candidate_name"
 """The candidate's own name (``default``, ``challenger``): the marts' ``candidate`` column."""
-READ_COLUMNS = {"agreement": ("agreement", "baseline_agreement")}
+READ_COLUMNS = {"agreement": ("agreement", "baseline_agreement"), "reliability": ("agreement",)}
 """Columns the review reads that marts written by an older pipelines name otherwise: such marts are refused
 in one line (rerun the pipelines) instead of failing deep in the report."""
 SOURCE_COLUMNS = {"candidate": CANDIDATE_NAME, "model_key": CANDIDATE}

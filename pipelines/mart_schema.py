@@ -70,7 +70,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     ],
     "reliability": [
         *SCOPE, ("bin", INDEX),
-        *columns("confidence_min confidence_max mean_confidence accuracy", REAL),
+        *columns("confidence_min confidence_max mean_confidence agreement", REAL),
         ("decisions", COUNT), ("sum_confidence", REAL), ("correct", COUNT),
     ],
     "ece_bootstrap": [
@@ -147,7 +147,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     "paired": [
         *WEEK, *columns("candidate_a model_key_a candidate_b model_key_b", TEXT),
         *columns("paired correct_a correct_b both_correct only_a only_b neither", COUNT),
-        *columns("accuracy_a accuracy_b difference difference_low difference_high mcnemar_p", REAL),
+        *columns("agreement_a agreement_b difference difference_low difference_high mcnemar_p", REAL),
         *columns("mean_confidence_a mean_confidence_b brier_top_a brier_top_b", REAL),
         *columns("mean_scorer_ms_a mean_scorer_ms_b usd_per_1k_a usd_per_1k_b", REAL),
     ],

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from dashboards.charts.comparison import paired
 from dashboards.charts.confidence import ece, psi, reliability
-from dashboards.charts.encoding import AGREEMENT_COLUMNS, ALERT, MODERATE, NAME, PALETTE
+from dashboards.charts.encoding import ALERT, MODERATE, NAME, PALETTE
 from dashboards.charts.operations import cost, latency
 from dashboards.charts.outcomes import (
     CONFUSION_SPACING,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from dashboards.policies import Replayed
 
 __all__ = [
-    "AGREEMENT_COLUMNS",
     "ALERT",
     "BUILDERS",
     "CONFUSION_SPACING",

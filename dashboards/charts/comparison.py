@@ -57,7 +57,7 @@ def pairs_of(marts: Marts, decision_type: str) -> pd.DataFrame:
 
 
 def paired(marts: Marts, decision_type: str) -> Chart:
-    """Accuracy B - A per pair of identities with the paired interval; filled when McNemar p < 0.05."""
+    """Agreement B - A per pair of identities with the paired interval; filled when McNemar p < 0.05."""
     table = pairs_of(marts, decision_type)
     title = "Paired comparison (agreement with production B - A, 95% paired Wald)"
     if table.empty:

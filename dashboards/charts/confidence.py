@@ -12,7 +12,6 @@ import altair as alt
 import pandas as pd
 
 from dashboards.charts.encoding import (
-    AGREEMENT_COLUMNS,
     ALERT,
     MODERATE,
     NAME,
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 def reliability(marts: Marts, decision_type: str) -> Chart:
     """Agreement with production against mean confidence per equal-mass bin, sized by the bin's count."""
-    t = rows_of_type(marts.of_week("reliability"), decision_type).rename(columns=AGREEMENT_COLUMNS)
+    t = rows_of_type(marts.of_week("reliability"), decision_type)
     table = t[[NAME, "bin", "mean_confidence", "agreement", "decisions", CANDIDATE]]
     diagonal = (
         alt.Chart(pd.DataFrame({"x": [0, 1], "y": [0, 1]}))

@@ -27,9 +27,6 @@ PALETTE = [
     "#aec7e8", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#393b79", "#637939",
 ]  # fmt: skip
 """Candidate colours (Tableau 20 without its reds and oranges): neither alert colour is among them."""
-AGREEMENT_COLUMNS = {"accuracy": "agreement"}
-"""The ``reliability`` mart's per-bin ``accuracy`` is agreement with production's outcome: the report never
-calls it accuracy (the ``agreement`` mart names it so itself)."""
 
 
 def rows_of_type(frame: pd.DataFrame, decision_type: str, *, candidates: bool = True) -> pd.DataFrame:

@@ -69,11 +69,15 @@ def test_marts_of_an_older_pipelines_lack_the_identity_marts(marts_dir: Path, tm
     assert marts.of_week("paired").empty
 
 
-def test_marts_written_before_the_agreement_column_are_refused_in_one_line(tmp_path: Path) -> None:
-    """An agreement mart whose column is still ``accuracy`` is ``MartsMissing``: rerun the pipelines."""
-    folder = tmp_path / "agreement" / f"week={WEEK}"
+@pytest.mark.parametrize(("mart", "old", "missing"), [
+    ("agreement", {"accuracy": [0.9], "baseline_accuracy": [0.5]}, "agreement, baseline_agreement"),
+    ("reliability", {"bin": [0], "accuracy": [0.9]}, "agreement"),
+])
+def test_marts_written_before_the_agreement_column_are_refused_in_one_line(
+        tmp_path: Path, mart: str, old: dict[str, list[object]], missing: str) -> None:
+    """A mart whose agreement column is still ``accuracy`` is ``MartsMissing``: rerun the pipelines."""
+    folder = tmp_path / mart / f"week={WEEK}"
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"decision_type": ["t"], "accuracy": [0.9], "baseline_accuracy": [0.5]}),
-                   folder / "part-0.parquet")
-    with pytest.raises(MartsMissing, match=r"no agreement, baseline_agreement: .*\(rerun `semif-shadow"):
-        read_mart(open_root(str(tmp_path)), "agreement", WEEK)
+    pq.write_table(pa.table({"decision_type": ["t"], **old}), folder / "part-0.parquet")
+    with pytest.raises(MartsMissing, match=rf"no {missing}: .*\(rerun `semif-shadow"):
+        read_mart(open_root(str(tmp_path)), mart, WEEK)

@@ -18,8 +18,8 @@ ACCEPTED = {
     ("drift", "mix_psi_band"): {"stable", "moderate", "significant", None},
     ("funnel_reasons", "status"): {"dropped", "timeout", "error", "invalid_response", "lost"},
 }
-SHARES = ("label_rate", "agreement", "accuracy", "kappa", "coverage", "selective_risk", "precision", "recall",
-          "ece", "mce")
+SHARES = ("label_rate", "agreement", "agreement_a", "agreement_b", "kappa", "coverage", "selective_risk",
+          "precision", "recall", "ece", "mce")
 
 
 def test_every_mart_has_a_declared_grain() -> None:

@@ -24,6 +24,17 @@ def test_every_mart_has_a_declared_schema() -> None:
             assert not pa.types.is_decimal(kind), (mart, name)
 
 
+def test_no_mart_column_calls_agreement_accuracy() -> None:
+    """Agreement with production's outcome is never named accuracy: no declared column says so.
+
+    The agreement columns are ``agreement`` (``agreement``, ``reliability``) and ``agreement_a`` / ``_b``.
+    """
+    named = {(mart, name) for mart, fields in DECLARED.items() for name, _ in fields}
+    assert not [column for column in named if "accuracy" in column[1]]
+    assert {("agreement", "agreement"), ("reliability", "agreement"), ("paired", "agreement_a"),
+            ("paired", "agreement_b")} <= named
+
+
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_mart_parquet_files_follow_the_declared_schema(computed: Computed, name: str) -> None:
     """Each written week of each mart has the declared columns, in order, with the declared types.

@@ -23,7 +23,7 @@ top_label as (
     select
         decision_type, week_start, model_key,
         sum(abs(sum_confidence - correct)) / sum(decisions) as ece,
-        max(abs(mean_confidence - accuracy)) as mce,
+        max(abs(mean_confidence - agreement)) as mce,
         count(*) as bins
     from bins
     group by all

@@ -2,7 +2,7 @@
 -- "The ECE interval"). The plug-in ECE (`calibration.ece`) is biased upward, most where the model is
 -- calibrated, so neither it nor a percentile bootstrap around it brackets the truth there.
 -- * ece_debiased: Kumar et al. 2019's normal-debiased estimator. Per bin, with g the mean confidence minus
---   the accuracy and s^2 = acc (1 - acc) / (n - 1): 2|g| - E|N(g, s^2)| = |g| - e^(-z^2/2) (s sqrt(2/pi)
+--   the agreement and s^2 = agr (1 - agr) / (n - 1): 2|g| - E|N(g, s^2)| = |g| - e^(-z^2/2) (s sqrt(2/pi)
 --   - |g| erfc(z / sqrt 2) e^(z^2/2)), z = |g| / s; weighted by n, floored at 0. (They average 1,000
 --   normal draws; here the closed form, erfc by Abramowitz and Stegun 7.1.26, error below 1.5e-7.)
 -- * ece_low, ece_high: the bootstrap distribution of ece_debiased, moved so that its mean sits on the
@@ -88,7 +88,7 @@ observed as (  -- every bin's sums in the week itself (replicate -1)
     group by all
 ),
 
-bin_gaps as (  -- per bin: the gap g, the variance s^2 of the bin's accuracy, and z = |g| / s
+bin_gaps as (  -- per bin: the gap g, the variance s^2 of the bin's agreement, and z = |g| / s
     select
         *,
         (sum_confidence - correct) / n as gap,

@@ -1,7 +1,7 @@
 -- Two candidates compared on the decisions both scored and that have an outcome, per decision type and
 -- week: one row per pair of `model_key`s of two candidates (A < B by candidate name), and one per pair of
 -- candidates over all their identities (`model_key_a` = `model_key_b` = '*'). Correctness of each on the
--- same decisions, McNemar's table (both right, only A, only B, neither), `difference` = accuracy B - A with
+-- same decisions, McNemar's table (both right, only A, only B, neither), `difference` = agreement B - A with
 -- its paired Wald interval (the normal interval of the mean per-decision difference: se = sqrt(only_a +
 -- only_b - (only_b - only_a)^2 / n) / n, z for `bootstrap_level`), McNemar's exact two-sided p-value on the
 -- discordant pairs (a binomial test, statsmodels' `mcnemar(exact=True)`), calibration of each on the pairs
@@ -69,8 +69,8 @@ usage as (
 compared as (
     select
         pairs.*,
-        correct_a / paired as accuracy_a,
-        correct_b / paired as accuracy_b,
+        correct_a / paired as agreement_a,
+        correct_b / paired as agreement_b,
         (correct_b - correct_a) / paired as difference,
         sqrt(greatest(only_a + only_b - (only_b - only_a) ** 2 / paired, 0)) / paired as difference_se,
         mcnemar_exact_p(only_a, only_b) as mcnemar_p
@@ -82,7 +82,7 @@ final as (
         compared.decision_type, compared.week_start, strftime(compared.week_start, '%G-W%V') as week,
         compared.candidate_a, compared.model_key_a, compared.candidate_b, compared.model_key_b, compared.paired,
         compared.correct_a, compared.correct_b, compared.both_correct, compared.only_a, compared.only_b,
-        compared.neither, compared.accuracy_a, compared.accuracy_b, compared.difference,
+        compared.neither, compared.agreement_a, compared.agreement_b, compared.difference,
         compared.difference - params.paired_z * compared.difference_se as difference_low,
         compared.difference + params.paired_z * compared.difference_se as difference_high,
         compared.mcnemar_p,

@@ -1,4 +1,5 @@
--- Reliability-diagram rows: per equal-mass bin, the confidence range, mean confidence, accuracy and count.
+-- Reliability-diagram rows: per equal-mass bin, the confidence range, mean confidence, agreement with
+-- production's outcome and count.
 with binned as (
     select * from int_calibration_binned
 ),
@@ -9,7 +10,7 @@ final as (
         min(confidence_min) as confidence_min,
         max(confidence_max) as confidence_max,
         sum(sum_confidence) / sum(decisions) as mean_confidence,
-        sum(correct) / sum(decisions) as accuracy,
+        sum(correct) / sum(decisions) as agreement,
         sum(decisions)::bigint as decisions,
         sum(sum_confidence) as sum_confidence,
         sum(correct)::bigint as correct

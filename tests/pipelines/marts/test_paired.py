@@ -49,8 +49,8 @@ def test_paired_matches_numpy_scipy_and_statsmodels(ab_computed: Computed, ab_re
         assert row["paired"] == len(both) > 0
         assert row["only_a"] == int(((a == 1) & (b == 0)).sum())
         assert row["only_b"] == int(((a == 0) & (b == 1)).sum())
-        assert row["accuracy_a"] == pytest.approx(a.mean(), rel=1e-12)
-        assert row["accuracy_b"] == pytest.approx(b.mean(), rel=1e-12)
+        assert row["agreement_a"] == pytest.approx(a.mean(), rel=1e-12)
+        assert row["agreement_b"] == pytest.approx(b.mean(), rel=1e-12)
         assert row["difference"] == pytest.approx(d.mean(), rel=1e-12, abs=1e-15)
         half = z * d.std(ddof=0) / np.sqrt(d.size)
         assert row["difference_low"] == pytest.approx(d.mean() - half, rel=1e-9, abs=1e-12)

@@ -39,8 +39,8 @@ def test_reliability_rows_match_sklearn_quantile_calibration_curve(
             got.mean_confidence, np.bincount(ids, conf)[counts > 0] / counts[counts > 0], rtol=1e-12
         )
         np.testing.assert_allclose(
-            got.accuracy, np.bincount(ids, correct)[counts > 0] / counts[counts > 0], rtol=1e-12
+            got.agreement, np.bincount(ids, correct)[counts > 0] / counts[counts > 0], rtol=1e-12
         )
         prob_true, prob_pred = calibration_curve(correct, conf, n_bins=15, strategy="quantile")
         np.testing.assert_allclose(got.mean_confidence, prob_pred, atol=1.0 / counts.min())
-        np.testing.assert_allclose(got.accuracy, prob_true, atol=1.0 / counts.min())
+        np.testing.assert_allclose(got.agreement, prob_true, atol=1.0 / counts.min())
