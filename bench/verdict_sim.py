@@ -1,151 +1,238 @@
-"""The precision rule of the verdict over synthetic weekly evidence: the old rule beside the new one.
+"""The whole verdict's operating characteristics on the shipped path, many decision types as replicates.
 
-    python -P bench/verdict_sim.py                 # 2,000 trials, 26 weeks: about 10 s
-    python -P bench/verdict_sim.py --trials 300    # what tests/dashboards/test_verdict_sim.py runs
+    .venv/bin/python -m bench.verdict_sim                            # false go: 26 weekly looks at the target
+    .venv/bin/python -m bench.verdict_sim --shift 0.02 --weeks 6     # power: the target + 0.02, 6 weeks
 
-Each trial is one candidate reviewed every week for ``--weeks`` weeks, ``--labelled`` labelled accepted
-decisions a week. Each week is looked at twice: once before it matures (only the early labels are in:
-``--early`` of them, and the late ones are the hard cases, ``--late-gap`` less precise, so the early labels
-look better than the week) and once mature (all its labels).
+Each decision type is one replicate, ``--labelled`` decisions a week, every one labelled by production's
+outcome a hour later and scored with a confidence drawn evenly from 0.90-0.99 (the precision is the same at
+every confidence, so whatever thresholds are chosen, the accepted decisions' precision is the week's).
 
-- **old rule**: each look tests that week's labels alone with the one-sided Clopper-Pearson lower bound
-  at ``alpha`` (the two-sided 95% interval's lower end), ``min_labelled`` labels, mature or not.
-- **new rule** (``dashboards.verdict``): a week that is not mature never says go; a mature look tests the
-  ledger's cumulative mature counts with the anytime-valid lower bound (``pipelines.confseq``) at the
-  same ``alpha``.
+- **Week 0** (the policy's week): the candidate is right on ``--choice-precision`` of the decisions.
+  ``semif-shadow pipelines run`` builds its marts and ``pipelines.policy.choose`` (what ``semif-shadow
+  pipelines policy choose`` runs, here once per type on one connection) writes each type's policy file.
+- **Weeks 1..``--weeks``**: the candidate is right on ``--target`` + ``--shift`` of the decisions. Each
+  week: the records are written, ``semif-shadow pipelines run --policy ...`` (every type's policy) builds
+  the marts and the evidence ledger at the policy, as of the Friday after the week ends (mature); then the
+  review's path: the policies replayed on the week (``dashboards.policies.replay_policies``), the evidence
+  gathered and ``judge()`` applied to every type, as ``semif-shadow review`` does.
 
-Scenario *null*: true precision exactly at the target; a go is false. Scenario *power*: true precision at
-the target + ``--margin``; the share of trials that reach go within ``--within`` weeks (a week's go counts
-once it is mature, since the new rule cannot say it earlier). Every count is drawn with numpy; the bounds
-are the verdict's own functions, applied to every trial and look at once.
+With ``--shift 0`` the precision is exactly the target: a go is false. The table: how often the verdict went
+go (per look, at any look, and by week ``--within``) and which rules held the others back.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
-from dataclasses import dataclass
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
-from scipy.special import betaincinv
 
-from pipelines.confseq import lower_bound
+from bench.simrecords import FIRST_MONDAY, OPTIONS, TypeWeek, invoke, week_label, write_type_week
+from dashboards.config import ReviewConfig
+from dashboards.marts import load_marts
+from dashboards.policies import replay_policies
+from dashboards.verdict.decision import PRECISION, Decision, judge
+from dashboards.verdict.evidence import gather
+from pipelines.policy import choose
+from pipelines.policy_cli import settings_for, week_connection
 
 
 @dataclass(frozen=True)
 class Setup:
-    """One simulation's parameters (the command's options)."""
+    """One simulation (the command's options)."""
 
-    trials: int = 2000
-    weeks: int = 26
+    types: int = 1000
     labelled: int = 1000
-    early: float = 0.7
-    late_gap: float = 0.02
+    weeks: int = 26
     target: float = 0.95
-    margin: float = 0.02
+    shift: float = 0.0
+    choice_precision: float = 1.0
     within: int = 6
-    alpha: float = 0.025
-    min_labelled: int = 500
-    seed: int = 7
+    confidence: float = 0.95
+    """The review's ``confidence`` (each anytime-valid bound is one-sided at (1 - this) / 2)."""
+    seed: int = 5
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """Per rule: the share of trials that said go, in the null scenario (any look) and the power one."""
+FLAGS = ("--types", "--labelled", "--weeks", "--target", "--shift", "--choice-precision", "--within",
+         "--confidence", "--seed")
+"""The command's options: one per ``Setup`` field."""
 
-    false_go_old: float
-    false_go_old_mature: float
-    false_go_new: float
-    go_within_old: float
-    go_within_new: float
-    trials: int
-
-    def standard_error(self, share: float) -> float:
-        """The binomial standard error of a share estimated from ``trials`` trials."""
-        return math.sqrt(share * (1 - share) / self.trials)
+LAG_DAYS = 3
+"""``PIPELINES_MATURITY_LAG_DAYS``' default: a week is reviewed the Friday after it ends (mature)."""
 
 
-def cp_lower(successes: np.ndarray, trials: np.ndarray, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson lower bound (the two-sided interval's lower end)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        bound = betaincinv(np.maximum(successes, 1.0), trials - successes + 1.0, alpha)
-    return np.where(successes > 0, bound, 0.0)
+@dataclass
+class Result:
+    """Per type and look: the decision and the ledger's counts; the rules that failed on every non-go."""
+
+    decisions: np.ndarray
+    precision_passed: np.ndarray
+    ledger: np.ndarray
+    """(types, weeks, 2): the ledger's accepted correct and accepted labelled at the look."""
+    truth: np.ndarray
+    """(types, weeks + 1, 2): the candidate's correct and total decisions per week (week 0 included)."""
+    thresholds: list[dict[str, int | None]] = field(default_factory=list)
+    """Per type: the policy's grid index per option (None: never accepted)."""
+    held_back: Counter[str] = field(default_factory=Counter)
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per phase: write, run, replay and review."""
+
+    def spent(self, phase: str, started: float) -> None:
+        """Add the wall time since ``started`` (``time.perf_counter``) to ``phase``."""
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
+
+    def went_go(self) -> np.ndarray:
+        """Per type and look: the verdict was go."""
+        return np.asarray(self.decisions == "go", dtype=bool)
 
 
-def draw(setup: Setup, precision: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Correct labels per trial and week: ``(early, late)``, the late ones ``late_gap`` less precise."""
-    early_n = round(setup.labelled * setup.early)
-    late_n = setup.labelled - early_n
-    late_p = precision - setup.late_gap * setup.early
-    early_p = (precision * setup.labelled - late_p * late_n) / early_n
-    shape = (setup.trials, setup.weeks)
-    early = rng.binomial(early_n, early_p, shape).astype(float)
-    return early, rng.binomial(late_n, late_p, shape).astype(float)
+def type_name(t: int) -> str:
+    """The name of replicate ``t``."""
+    return f"t{t:05d}"
 
 
-def old_rule(setup: Setup, early: np.ndarray, late: np.ndarray) -> np.ndarray:
-    """Go per trial and look (immature, mature alternating): one week's labels, fixed-horizon bound."""
-    early_n = round(setup.labelled * setup.early)
-    immature = cp_lower(early, np.full_like(early, early_n), setup.alpha) >= setup.target
-    immature &= early_n >= setup.min_labelled
-    mature = cp_lower(early + late, np.full_like(early, setup.labelled), setup.alpha) >= setup.target
-    mature &= setup.labelled >= setup.min_labelled
-    return np.stack([immature, mature], axis=2).reshape(setup.trials, -1)
+def draw(setup: Setup, week: int, t: int) -> tuple[TypeWeek, np.random.Generator]:
+    """One type's week: outcomes even over the options, the candidate right at the week's precision."""
+    rng = np.random.default_rng([setup.seed, week, t])
+    n, k = setup.labelled, len(OPTIONS)
+    precision = setup.choice_precision if week == 0 else setup.target + setup.shift
+    truth = rng.integers(0, k, n)
+    right = rng.random(n) < precision
+    proposal = np.where(right, truth, (truth + rng.integers(1, k, n)) % k)
+    confidence = rng.uniform(0.90, 0.99, n)
+    p = np.repeat(((1 - confidence) / (k - 1))[:, None], k, axis=1)
+    p[np.arange(n), proposal] = confidence
+    first = (week * setup.types + t) * n
+    return TypeWeek(type_name(t), week, first, truth, truth, p), rng
 
 
-def new_rule(setup: Setup, early: np.ndarray, late: np.ndarray) -> np.ndarray:
-    """Go per trial and look: never on an immature look; the ledger's cumulative mature counts otherwise."""
-    correct = np.cumsum(early + late, axis=1)
-    labelled = setup.labelled * np.arange(1, setup.weeks + 1, dtype=float)
-    mature = lower_bound(correct, np.broadcast_to(labelled, correct.shape), setup.alpha) >= setup.target
-    mature &= labelled >= setup.min_labelled
-    return np.stack([np.zeros_like(mature), mature], axis=2).reshape(setup.trials, -1)
+def write_week(root: Path, setup: Setup, week: int, result: Result) -> None:
+    """Every type's records of one week; the truth's counts kept for the reference."""
+    for t in range(setup.types):
+        tw, rng = draw(setup, week, t)
+        write_type_week(str(root), tw, rng)
+        result.truth[t, week] = (int((tw.p.argmax(axis=1) == tw.production).sum()), len(tw.truth))
 
 
-def simulate(setup: Setup) -> Outcome:
-    """Both scenarios under both rules."""
-    rng = np.random.default_rng(setup.seed)
-    null = draw(setup, setup.target, rng)
-    power = draw(setup, setup.target + setup.margin, rng)
-    looks = 2 * setup.within  # the immature and the mature look of each of the first `within` weeks
-    return Outcome(
-        false_go_old=float(old_rule(setup, *null).any(axis=1).mean()),
-        false_go_old_mature=float(old_rule(setup, *null)[:, 1::2].any(axis=1).mean()),
-        false_go_new=float(new_rule(setup, *null).any(axis=1).mean()),
-        go_within_old=float(old_rule(setup, *power)[:, :looks].any(axis=1).mean()),
-        go_within_new=float(new_rule(setup, *power)[:, :looks].any(axis=1).mean()),
-        trials=setup.trials,
+def as_of(week: int) -> str:
+    """The review's instant of ``week``: the Friday after it ends, when it is mature."""
+    day = FIRST_MONDAY + dt.timedelta(weeks=week, days=7 + LAG_DAYS + 1)
+    return f"{day.isoformat()}T00:00:00+00:00"
+
+
+def choose_policies(root: Path, setup: Setup, folder: Path, result: Result) -> list[Path]:
+    """Week 0's policy of every type (``pipelines.policy.choose`` on one run over week 0)."""
+    con = week_connection(settings_for(None), str(root), week_label(0), as_of(0))
+    paths = []
+    try:
+        for t in range(setup.types):
+            chosen = choose(con, type_name(t), week=week_label(0), candidate="default", identity=None,
+                            abstain_action="review")
+            path = folder / f"{type_name(t)}.json"
+            path.write_text(chosen.dumps())
+            paths.append(path)
+            result.thresholds.append({o["option_id"]: o["grid_index"] for o in chosen.options})
+    finally:
+        con.close()
+    return paths
+
+
+def review_week(folder: Path, setup: Setup, week: int, policies: list[Path], result: Result) -> None:
+    """The review of ``week``: the policies replayed, every type's evidence gathered and judged."""
+    root, out = folder / "records", folder / "marts"
+    config = ReviewConfig(precision_target=setup.target, confidence=setup.confidence)
+    label = week_label(week)
+    started = time.perf_counter()
+    replayed = {r.key: r for r in replay_policies(policies, str(root), label, as_of=as_of(week))}
+    result.spent("replay", started)
+    started = time.perf_counter()
+    marts = load_marts(str(out), label)
+    for t in range(setup.types):
+        name = type_name(t)
+        (candidate,) = marts.candidates(name)
+        evidence = gather(marts, name, candidate, config.min_coverage, replayed.get((name, candidate)))
+        verdict = judge(marts, name, candidate, evidence, config)
+        look = week - 1
+        result.decisions[t, look] = str(verdict.decision)
+        result.precision_passed[t, look] = next(k.passed for k in verdict.checks if k.rule == PRECISION)
+        result.ledger[t, look] = (evidence.ledger.accepted_correct, evidence.ledger.accepted_labelled)
+        if verdict.decision != Decision.GO:
+            result.held_back.update(k.rule for k in verdict.failing)
+    result.spent("review", started)
+
+
+def simulate(setup: Setup, folder: Path) -> Result:
+    """Week 0 and its policies, then every week written, run and reviewed, under ``folder``."""
+    root, out = folder / "records", folder / "marts"
+    (folder / "policies").mkdir(parents=True, exist_ok=True)
+    result = Result(
+        decisions=np.full((setup.types, setup.weeks), "", dtype=object),
+        precision_passed=np.zeros((setup.types, setup.weeks), bool),
+        ledger=np.zeros((setup.types, setup.weeks, 2), np.int64),
+        truth=np.zeros((setup.types, setup.weeks + 1, 2), np.int64),
     )
+    write_week(root, setup, 0, result)
+    policies = choose_policies(root, setup, folder / "policies", result)
+    for week in range(1, setup.weeks + 1):
+        started = time.perf_counter()
+        write_week(root, setup, week, result)
+        result.spent("write", started)
+        started = time.perf_counter()
+        invoke(["pipelines", "run", "--root", str(root), "--week", week_label(week), "--out", str(out),
+                "--as-of", as_of(week), *(arg for path in policies for arg in ("--policy", str(path)))])
+        result.spent("run", started)
+        review_week(folder, setup, week, policies, result)
+        go = float((result.decisions[:, week - 1] == "go").mean())
+        print(f"week {week}/{setup.weeks} reviewed: go {go:.1%}; "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items()), file=sys.stderr, flush=True)
+    return result
 
 
-def table(setup: Setup, outcome: Outcome) -> str:
-    """The side-by-side table (Markdown)."""
-    rows = [
-        (f"P(any false go), precision = target {setup.target}, {setup.weeks} weeks x 2 looks",
-         outcome.false_go_old, outcome.false_go_new),
-        (f"the same, mature looks only ({setup.weeks})", outcome.false_go_old_mature, outcome.false_go_new),
-        (f"P(go within {setup.within} weeks), precision = target + {setup.margin}",
-         outcome.go_within_old, outcome.go_within_new),
+def standard_error(share: float, n: int) -> float:
+    """The binomial standard error of a share from ``n`` replicates."""
+    return math.sqrt(max(share * (1 - share), 1e-12) / n)
+
+
+def table(setup: Setup, result: Result) -> str:
+    """The operating characteristics (Markdown)."""
+    go = result.went_go()
+    within = min(setup.within, setup.weeks)
+    rows: list[tuple[str, np.ndarray]] = [
+        *((f"go at look {week + 1}", go[:, week]) for week in range(setup.weeks)),
+        (f"go by look {within}", np.asarray(go[:, :within].any(axis=1))),
+        (f"go at any of {setup.weeks} looks", np.asarray(go.any(axis=1))),
+        (f"rejected at any of {setup.weeks} looks", np.asarray((result.decisions == "reject").any(axis=1))),
     ]
-    lines = ["| scenario | old rule | new rule |", "|---|---|---|"]
-    se = outcome.standard_error
-    for name, old, new in rows:
-        lines.append(f"| {name} | {old:.1%} ± {se(old):.1%} | {new:.1%} ± {se(new):.1%} |")
-    return "\n".join(lines)
+    lines = ["| measure | share | ± se | replicates |", "|---|---:|---:|---:|"]
+    for label, flags in rows:
+        share = float(flags.mean())
+        lines.append(f"| {label} | {share:.2%} | {standard_error(share, flags.size):.2%} | {flags.size:,} |")
+    looks = result.decisions.size - int(go.sum())
+    held = ", ".join(f"{rule} {n / looks:.0%}" for rule, n in result.held_back.most_common()) or "none"
+    return "\n".join([*lines, "", f"rules failing on the {looks:,} looks that were not go: {held}"])
 
 
 def main() -> None:
     """Run the simulation with the command's options; print the table."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = Setup()
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    for flag in FLAGS:
+        value = getattr(Setup(), flag[2:].replace("-", "_"))
+        parser.add_argument(flag, type=type(value), default=value)
     setup = Setup(**vars(parser.parse_args()))
-    print(f"{setup.trials} trials, {setup.labelled} labelled accepted a week, alpha {setup.alpha} one-sided, "
-          f"{setup.early:.0%} of a week's labels in before it matures "
-          f"(late ones {setup.late_gap} less precise)")
-    print(table(setup, simulate(setup)))
+    print(f"{setup.types:,} decision types x {setup.weeks} weekly looks, {setup.labelled:,} labelled "
+          f"decisions a week; precision {setup.target + setup.shift:.3f} against the target {setup.target} "
+          f"(policy chosen on week 0 at {setup.choice_precision}); confidence {setup.confidence}")
+    with tempfile.TemporaryDirectory() as folder:
+        result = simulate(setup, Path(folder))
+    print(table(setup, result))
 
 
 if __name__ == "__main__":
