@@ -6,7 +6,8 @@ below ``audit/`` (the workbench that collects the answers).
 
 Phases: ``population`` (the week's labelled decisions of one type, read from the records with DuckDB:
 scored by at least one candidate and production's outcome known, each put in the ``disagree`` stratum when
-some candidate's proposal differs from production's outcome, else ``agree``) -> ``draw`` (within each
+some candidate's proposal differs from production's outcome, else ``agree``; production's outcome is the
+pipelines' own, the staging model ``stg_outcomes`` run over the week's records) -> ``draw`` (within each
 stratum a simple random sample without replacement: every disagreement up to a cap, a share of the
 agreements; a seeded share of the sampled rows marked for two auditors) -> ``write`` (one Parquet file,
 ``contracts.audit_samples``; an existing sample is never replaced).
@@ -30,9 +31,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from contracts.audit_samples import AUDIT_SAMPLES, STRATUM_AGREE, STRATUM_DISAGREE, sample_path
-from contracts.records import COMPRESSION, SOURCE_AUDIT
+from contracts.records import COMPRESSION
 from pipelines.errors import NoInput
 from pipelines.source import WindowFiles, list_files
+from pipelines.sqlmodels import load_model, quote_ident
 from pipelines.weeks import as_utc, parse_week
 
 if TYPE_CHECKING:
@@ -45,33 +47,25 @@ DEFAULT_AGREEMENT_RATE: Final = 0.02
 DEFAULT_OVERLAP: Final = 0.1
 """The share of sampled decisions meant for two auditors (their agreement: Cohen's kappa)."""
 
-POPULATION_SQL: Final = f"""
-with production as (
-    select decision_id, outcome
-    from (
-        select decision_id, outcome,
-            row_number() over (partition by decision_id order by outcome_at desc, outcome desc) as newest
-        from raw_outcomes
-        where source is distinct from '{SOURCE_AUDIT}' and decision_type = $type
-    )
-    where newest = 1
-),
-
-scored as (
+POPULATION_SQL: Final = """
+with scored as (
     select decision_id, proposal
     from raw_proposals
-    where status = 'scored' and decision_type = $type and received_at >= $start and received_at < $end
+    where status = 'scored' and decision_type = $type
+      and received_at >= getvariable('read_start') and received_at < getvariable('read_end')
 ),
 
 final as (
     select scored.decision_id, bool_or(scored.proposal is distinct from production.outcome) as disagree
     from scored
-    join production using (decision_id)
+    join stg_outcomes as production using (decision_id)
     group by scored.decision_id
 )
 
 select * from final order by decision_id
-"""  # noqa: S608  (a constant: values are bound parameters)
+"""
+"""The population over the registered records and the ``stg_outcomes`` view (production's outcome: the
+newest report, audits left out), with the window variables set to the week."""
 
 
 @dataclass(frozen=True)
@@ -90,12 +84,16 @@ def week_bounds(week: str) -> tuple[dt.datetime, dt.datetime]:
     return start, start + dt.timedelta(days=7)
 
 
-def population(root: Root, week: str, decision_type: str) -> pa.Table:
-    """The week's labelled decisions of ``decision_type``: ``decision_id`` and ``disagree``, by id."""
+def population(root: Root, week: str, decision_type: str, as_of: dt.datetime | None = None) -> pa.Table:
+    """The week's labelled decisions of ``decision_type``: ``decision_id`` and ``disagree``, by id.
+
+    Production's outcome as known at ``as_of`` (default now), read from the week's start on.
+    """
     start, end = week_bounds(week)
+    as_of = as_of or dt.datetime.now(dt.UTC)
     last = (end - dt.timedelta(days=1)).date()
     proposals, _ = list_files(root, "proposals", start.date(), last, decision_type)
-    outcomes, _ = list_files(root, "outcomes", start.date(), dt.datetime.now(dt.UTC).date(), decision_type)
+    outcomes, _ = list_files(root, "outcomes", start.date(), max(as_of.date(), start.date()), decision_type)
     files = WindowFiles(root, {decision_type: proposals.get(decision_type, [])},
                         {decision_type: outcomes.get(decision_type, [])})
     files.check()
@@ -103,8 +101,10 @@ def population(root: Root, week: str, decision_type: str) -> pa.Table:
     try:
         con.execute("set TimeZone = 'UTC'")
         files.register(con)
-        params = {"type": decision_type, "start": start, "end": end}
-        return con.sql(POPULATION_SQL, params=params).to_arrow_table()
+        for name, value in (("read_start", start), ("read_end", end), ("as_of", as_of)):
+            con.execute(f"set variable {quote_ident(name)} = $value::timestamptz", {"value": value})
+        con.execute(load_model("stg_outcomes").create_statement())
+        return con.sql(POPULATION_SQL, params={"type": decision_type}).to_arrow_table()
     finally:
         con.close()
 

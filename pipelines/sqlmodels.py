@@ -140,11 +140,14 @@ def quote_ident(name: str) -> str:
 
 def load_models() -> list[Model]:
     """Every model in dependency order, read from the package's ``models/`` folder."""
-    root = resources.files("pipelines") / "models"
-    return [
-        Model(layer, name, (root / layer / f"{name}.sql").read_text(encoding="utf-8").strip())
-        for layer, name in ORDER
-    ]
+    return [load_model(name) for _, name in ORDER]
+
+
+def load_model(name: str) -> Model:
+    """One model by name, read from the package's ``models/`` folder (``KeyError`` if there is none)."""
+    layer = {model: layer for layer, model in ORDER}[name]
+    path = resources.files("pipelines") / "models" / layer / f"{name}.sql"
+    return Model(layer, name, path.read_text(encoding="utf-8").strip())
 
 
 def mart_names() -> list[str]:

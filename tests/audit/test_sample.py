@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from contracts.audit_samples import AUDIT_SAMPLES, sample_path
+from contracts.records import OUTCOMES, RECORD_VERSION, SOURCE_AUDIT
 from pipelines import synth
-from pipelines.audit_sample import Design, draw, population
-from pipelines.generate import Plan, generate
+from pipelines.audit_sample import POPULATION_SQL, Design, draw, population
+from pipelines.generate import Plan, generate, write_whole
 from pipelines.storage import open_root
 from semif_shadow.cli import main
 from tests.pipelines.correctness_reference import units
+from tests.pipelines.harness import AS_OF, run_window
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -104,3 +110,60 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(records: Path, args: tuple[st
     assert code != 0
     assert words in output
     assert "Traceback" not in output
+
+
+def _second_reports(root: Path, decision_type: str, options: tuple[str, ...]) -> set[str]:
+    """Add a second report to 90 of the week's outcomes; the ids whose production outcome changes.
+
+    A later production report with another option (it replaces the first), one at the same instant (the
+    greater option wins the tie) and a later audit that disagrees (never production's outcome).
+    """
+    table = pads.dataset(root / "outcomes" / f"decision_type={decision_type}", partitioning="hive").to_table()
+    rows = sorted((r for r in table.select(["decision_id", "outcome", "outcome_at"]).to_pylist()
+                   if r["outcome"] in options), key=lambda r: r["decision_id"])[:90]
+    added, changed = [], set()
+    for n, row in enumerate(rows):
+        other = options[(options.index(row["outcome"]) + 1) % len(options)]
+        late = row["outcome_at"] + dt.timedelta(hours=1)
+        kind = ("correction", "tie", "audit")[n % 3]
+        at = row["outcome_at"] if kind == "tie" else late
+        added.append({"record_version": RECORD_VERSION, "decision_id": row["decision_id"],
+                      "decision_type": decision_type, "outcome": other, "outcome_at": at,
+                      "source": SOURCE_AUDIT if kind == "audit" else None, "writer_id": "test",
+                      "in_options": True})
+        if kind == "correction" or (kind == "tie" and other > row["outcome"]):
+            changed.add(row["decision_id"])
+    extra = pa.Table.from_pylist(added, schema=OUTCOMES)
+    for day in sorted({r["outcome_at"].date() for r in added}):
+        part = extra.filter(pc.equal(pc.cast(extra["outcome_at"], pa.date32()), day))
+        write_whole(open_root(str(root)), str(root / "outcomes" / f"decision_type={decision_type}"
+                                              / f"date={day.isoformat()}"), "second.parquet", part)
+    return changed
+
+
+def test_the_population_and_the_pipelines_read_one_outcome_rule(records: Path, tmp_path: Path) -> None:
+    """The sample's strata compare proposals with the pipelines' own ``stg_outcomes``: the same outcome.
+
+    With corrections, ties and audits added, each decision's stratum equals the one the pipelines' staging
+    model gives, and the corrected decisions' strata did change. The population reads no raw outcome.
+    """
+    assert "raw_outcomes" not in POPULATION_SQL
+    root = tmp_path / "records"
+    shutil.copytree(records, root)
+    before = population(open_root(str(root)), WEEK, "priority", as_of=AS_OF).to_pylist()
+    changed = _second_reports(root, "priority", ("low", "normal", "high", "urgent"))
+    after = population(open_root(str(root)), WEEK, "priority", as_of=AS_OF).to_pylist()
+    computed = run_window(root, None, first=WEEK, last=WEEK)
+    try:
+        staged = computed.con.sql("""
+            select decision_id, bool_or(p.proposal is distinct from o.outcome) as disagree
+            from stg_proposals as p join stg_outcomes as o using (decision_id)
+            where p.status = 'scored' and p.decision_type = 'priority' and p.week_start = $monday
+            group by decision_id order by decision_id
+        """, params={"monday": dt.date.fromisocalendar(2026, 44, 1)}).to_arrow_table().to_pylist()
+    finally:
+        computed.con.close()
+    assert after == staged
+    flipped = {r["decision_id"] for r, s in zip(before, after, strict=True) if r["disagree"] != s["disagree"]}
+    assert flipped
+    assert flipped <= changed
