@@ -39,8 +39,8 @@ from dashboards.verdict import audited
 from dashboards.verdict.decision import judge
 from dashboards.verdict.evidence import gather
 from pipelines import synth
-from pipelines.auditor import answer, audit_rows
 from pipelines.generate import DAY_US, WRITER, Chunk, Draws, proposals_table, write_whole
+from pipelines.generate_audits import answer, audit_rows
 from pipelines.storage import open_root
 from semif_shadow.cli import main as cli
 
@@ -147,7 +147,7 @@ def answer_week(root: Path, setup: Setup, week: int, truths: np.ndarray) -> None
     label = week_label(week)
     _invoke(["audit", "sample", "--root", str(root), "--week", label, "--seed", str(setup.seed)])
     store = open_root(str(root))
-    auditor = synth.Auditor(error_rate=setup.auditor_error)
+    auditor = synth.AuditKnobs(error_rate=setup.auditor_error)
     at = dt.datetime.combine(FIRST_MONDAY + dt.timedelta(weeks=week, days=9), dt.time(), dt.UTC)
     for t in range(setup.types):
         name = f"t{t:05d}"

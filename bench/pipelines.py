@@ -130,8 +130,8 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
 
 
 AUDIT_DISAGREEMENTS, AUDIT_AGREEMENT_RATE = 5_000, 0.005
-"""``--audited``: each week's audit sample (`pipelines.auditor`): up to 5,000 disagreements and 0.5% of the
-agreements per type, about 0.9% of the decisions at 10M."""
+"""``--audited``: each week's audit sample (`pipelines.generate_audits`): up to 5,000 disagreements and 0.5%
+of the agreements per type, about 0.9% of the decisions at 10M."""
 
 
 def ensure_data(data_dir: Path, decisions: int, candidates: int = 1, *, audited: bool = False) -> Path:
@@ -157,9 +157,9 @@ def ensure_data(data_dir: Path, decisions: int, candidates: int = 1, *, audited:
         )
         plan = Plan(decisions=decisions, knobs=knobs)
         if audited:
-            from pipelines.auditor import generate_audited  # noqa: PLC0415
+            from pipelines.generate_audits import generate_audited  # noqa: PLC0415
 
-            auditor = synth.Auditor(disagreements=AUDIT_DISAGREEMENTS, agreement_rate=AUDIT_AGREEMENT_RATE)
+            auditor = synth.AuditKnobs(disagreements=AUDIT_DISAGREEMENTS, agreement_rate=AUDIT_AGREEMENT_RATE)
             counts = generate_audited(open_root(str(root)), plan, auditor)
         else:
             counts = generate(open_root(str(root)), plan)

@@ -1,8 +1,8 @@
 """Draw a week's audit sample: a stratified random sample of its labelled decisions.
 
 ``semif-shadow audit sample`` (``audit/cli.py``) and the records generator's simulated auditor
-(``pipelines/auditor.py``) both draw through here; it reads records only, so it sits with the pipelines,
-below ``audit/`` (the workbench that collects the answers).
+(``pipelines/generate_audits.py``) both draw through here; it reads records only, so it sits with the
+pipelines, below ``audit/`` (the workbench that collects the answers).
 
 Phases: ``population`` (the week's labelled decisions of one type, read from the records with DuckDB:
 scored by at least one candidate and production's outcome known, each put in the ``disagree`` stratum when

@@ -111,9 +111,10 @@ def generate_command(  # noqa: PLR0913, PLR0917  (click passes one argument per 
         )
         started = time.perf_counter()
         if audited:
-            from pipelines.auditor import generate_audited  # noqa: PLC0415
+            from pipelines.generate_audits import generate_audited  # noqa: PLC0415
 
-            counts = generate_audited(open_root(root, s3_endpoint), plan, synth.Auditor(auditor_error_rate))
+            knobs = synth.AuditKnobs(auditor_error_rate)
+            counts = generate_audited(open_root(root, s3_endpoint), plan, knobs)
         else:
             counts = generate(open_root(root, s3_endpoint), plan)
     except PipelinesError as exc:

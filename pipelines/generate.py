@@ -1,4 +1,4 @@
-"""Write realistic records (v1.2) with known properties (see ``synth.py``); ``auditor.py`` audits them.
+"""Write realistic records (v1.2) with known properties (``synth.py``); ``generate_audits.py`` audits them.
 
 Hive-partitioned and compressed like the sidecar's files (``contracts.records.COMPRESSION``).
 
@@ -104,7 +104,7 @@ def chunks(plan: Plan) -> Iterator[Chunk]:
 def generate(root: Root, plan: Plan, truths: list[np.ndarray] | None = None) -> dict[str, int]:
     """Write every chunk's proposals and outcomes under ``root``; return row counts.
 
-    ``truths`` receives each chunk's true option indices in decision-id order (for ``auditor.py``).
+    ``truths`` receives each chunk's true option indices in decision-id order (for ``generate_audits.py``).
     """
     counts = {"proposals": 0, "outcomes": 0, "files": 0}
     for chunk in chunks(plan):

@@ -104,11 +104,11 @@ GPU_FLEETS = (Fleet("sagemaker", "cuda", "ml.g6e.xlarge", 25.0, 1.0),)
 
 
 @dataclass(frozen=True)
-class Auditor:
-    """A simulated auditor: answers each decision of every week's audit sample with the truth.
+class AuditKnobs:
+    """How the records generator's simulated auditor answers every week's audit sample (``generate_audits``).
 
-    ``error_rate`` of its answers are another option instead (uniformly). The sample is drawn as
-    ``semif-shadow audit sample`` draws it, with these settings.
+    It answers each sampled decision with the truth, but ``error_rate`` of its answers are another option
+    (uniformly). The sample is drawn as ``semif-shadow audit sample`` draws it, with these settings.
     """
 
     error_rate: float = 0.0

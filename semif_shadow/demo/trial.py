@@ -288,11 +288,11 @@ def _policy(config: DemoConfig, trial: Run, weeks: list[str]) -> dict[str, Any]:
 
 
 def _audit(config: DemoConfig, tickets: list[Ticket], week: str, trial: Run) -> None:
-    """The week's audit sample answered by the simulated auditor (``auditor.py``) before the pipelines run."""
+    """The week's audit sample answered by the simulated auditor (``audits.py``) before the pipelines run."""
     truth = config.out / "truth.json"
     truth.write_text(json.dumps({t.ticket_id: t.truth for t in tickets}), encoding="utf-8")
-    log = config.out / "logs" / "auditor.out"
-    argv = [sys.executable, "-m", "semif_shadow.demo.auditor", "--root", trial.root, "--week", week, "--type",
+    log = config.out / "logs" / "audits.out"
+    argv = [sys.executable, "-m", "semif_shadow.demo.audits", "--root", trial.root, "--week", week, "--type",
             catalog.DECISION_TYPE, "--truth", str(truth), "--catalog", trial.catalog, *trial.s3_args]
     with log.open("wb") as out:
         code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **trial.aws},  # noqa: S603  (our own module)

@@ -18,7 +18,7 @@ import pytest
 
 from contracts.records import NONE_OF_THESE
 from tests.audit import week
-from tests.audit.auditor import Auditor
+from tests.audit.client import WorkbenchClient
 from tests.audit.harness import audit_rows
 from tests.audit.serving import start, stop
 
@@ -40,7 +40,7 @@ def test_every_acknowledged_answer_survives_sigkill_and_nothing_is_half_written(
     kills_mid_answer = 0
     for _ in range(ROUNDS):
         proc, base = start(root, catalog, spool)
-        auditor = Auditor(base, week.TOKEN, "auditor-crash")
+        auditor = WorkbenchClient(base, week.TOKEN, "auditor-crash")
         auditor.sign_in()
         timer = threading.Timer(rng.uniform(0.02, 0.3), proc.send_signal, (signal.SIGKILL,))
         timer.start()

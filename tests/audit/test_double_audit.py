@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from audit.workbench.reading import SampleRow
 from audit.workbench.worklist import Worklist
 from tests.audit import week
-from tests.audit.auditor import Auditor
+from tests.audit.client import WorkbenchClient
 from tests.audit.harness import audit_rows
 from tests.audit.serving import running
 
@@ -27,7 +27,7 @@ def test_two_auditors_at_once_share_the_sample_and_both_answer_the_doubles(tmp_p
     week.write_sample(root, [d.decision_id for d in items], double=DOUBLES)
     catalog = week.catalog(tmp_path / "catalog.yaml")
     with running(root, catalog, tmp_path / "audit-spool") as base:
-        auditors = [Auditor(base, week.TOKEN, "auditor-a"), Auditor(base, week.TOKEN, "auditor-b")]
+        auditors = [WorkbenchClient(base, week.TOKEN, name) for name in ("auditor-a", "auditor-b")]
         for auditor in auditors:
             auditor.sign_in()
         shown: dict[str, list[str]] = {"auditor-a": [], "auditor-b": []}

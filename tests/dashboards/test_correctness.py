@@ -16,8 +16,8 @@ from dashboards.marts import Marts, load_marts
 from dashboards.report import review, to_html, to_markdown
 from dashboards.verdict import audited, correctness
 from pipelines import synth
-from pipelines.auditor import generate_audited
 from pipelines.generate import Plan
+from pipelines.generate_audits import generate_audited
 from pipelines.storage import open_root
 from tests.dashboards.harness import run_marts
 
@@ -35,7 +35,7 @@ PLAN = Plan(decisions=10_000, weeks=2, drift_week=None, seed=8,
 def audited_marts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two weeks, production 15% wrong, every week's sample answered by a perfect auditor."""
     records = tmp_path_factory.mktemp("audited_records")
-    generate_audited(open_root(str(records)), PLAN, synth.Auditor(agreement_rate=0.05))
+    generate_audited(open_root(str(records)), PLAN, synth.AuditKnobs(agreement_rate=0.05))
     return run_marts(records, tmp_path_factory.mktemp("audited_marts"), "2026-W44", WEEK)
 
 

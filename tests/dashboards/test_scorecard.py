@@ -29,7 +29,7 @@ from dashboards.screen.stats import (
 )
 from dashboards.verdict.decision import P99_HARD, Check, Decision, Verdict
 from pipelines import synth
-from pipelines.auditor import generate_audited
+from pipelines.generate_audits import generate_audited
 from pipelines.storage import open_root
 from tests.dashboards.harness import TRIAL, TRIAL_WEEK, WEEK, run_marts
 from tests.pipelines.harness import AS_OF
@@ -198,7 +198,7 @@ def audited_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Review, pd
     """The trial-shaped review with production wrong on 10% and each week's audit sample answered."""
     records = tmp_path_factory.mktemp("audited-records")
     plan = dataclasses.replace(TRIAL, knobs=dataclasses.replace(TRIAL.knobs, production_error_rate=0.1))
-    generate_audited(open_root(str(records)), plan, synth.Auditor(seed=3))
+    generate_audited(open_root(str(records)), plan, synth.AuditKnobs(seed=3))
     marts = load_marts(
         str(run_marts(records, tmp_path_factory.mktemp("audited-marts"), "2026-W44", TRIAL_WEEK)), TRIAL_WEEK
     )

@@ -22,8 +22,8 @@ from click.testing import CliRunner, Result
 
 from dashboards.marts import load_marts
 from pipelines import synth
-from pipelines.auditor import generate_audited
 from pipelines.generate import Plan, generate
+from pipelines.generate_audits import generate_audited
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
@@ -52,7 +52,7 @@ PLAN = Plan(
     knobs=synth.Knobs(challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=4)),
 )
 """Two candidates on 4,000 decisions over 2026-W44..W49; W49 drifted; ``default`` changes identity in W48."""
-AUDITOR = synth.Auditor(error_rate=0.05, agreement_rate=0.05, overlap=0.3)
+AUDITOR = synth.AuditKnobs(error_rate=0.05, agreement_rate=0.05, overlap=0.3)
 """Each week's audit sample answered, 5% of answers wrong, 30% double-audited."""
 FIRST, LAST = "2026-W47", "2026-W49"
 AS_OF = dt.datetime(2026, 12, 9, 12, tzinfo=dt.UTC)

@@ -25,8 +25,8 @@ from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, SOURCE_AU
 from dashboards.intervals import wilson_cc
 from dashboards.verdict import audited
 from pipelines import synth
-from pipelines.auditor import audit
 from pipelines.generate import Plan, generate
+from pipelines.generate_audits import audit
 from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 PLAN = Plan(decisions=12_000, weeks=2, drift_week=None, seed=21,
             knobs=synth.Knobs(challenger=synth.CHALLENGER, production_error_rate=0.1))
 FIRST, LAST = "2026-W44", "2026-W45"
-AUDITOR = synth.Auditor(error_rate=0.05, disagreements=150, agreement_rate=0.05, overlap=0.3, seed=3)
+AUDITOR = synth.AuditKnobs(error_rate=0.05, disagreements=150, agreement_rate=0.05, overlap=0.3, seed=3)
 READS_AUDITS = ("audit_strata", "correctness", "audited_difference", "auditor_agreement",
                 "auditor_disagreements")
 BEFORE_AUDITS = ("latency", "funnel", "funnel_reasons", "confusion", "per_option", "severe_errors",

@@ -1,10 +1,11 @@
-"""The demo's simulated auditor: draw the last week's audit sample and answer it with the tickets' truth.
+"""The demo's audits: a simulated auditor draws the last week's audit sample and answers it.
 
-Run as ``python -m semif_shadow.demo.auditor`` (in the demo's environment, so an S3 root reads its keys): the
-sample is drawn as ``semif-shadow audit sample`` draws it (``pipelines/audit_sample.py``, every disagreement
-and a share of agreements); ``auditor-1`` answers every sampled ticket, ``auditor-2`` the double audits, each
-with the ticket's truth (``Ticket.truth``; an out-of-scope action is "none of these") except for a share
-``--error-rate`` of answers, another team. Answers are records v1.2 audits written to the records root.
+Run as ``python -m semif_shadow.demo.audits`` (in the demo's environment, so an S3 root reads its keys):
+the sample is drawn as ``semif-shadow audit sample`` draws it (``pipelines/audit_sample.py``, every
+disagreement and a share of agreements); ``auditor-1`` answers every sampled ticket, ``auditor-2`` the
+double audits, each with the ticket's truth (``Ticket.truth``; an out-of-scope action is "none of these")
+except for a share ``--error-rate`` of answers, another team. Answers are records v1.2 audits written to the
+records root.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from contracts.catalog import load_catalog
 from contracts.records import NONE_OF_THESE, OUTCOMES, RECORD_VERSION, audit_outcome
 from pipelines.audit_sample import Design, draw, population, week_bounds
 from pipelines.audit_sample import write as write_sample
-from pipelines.auditor import AUDITORS
 from pipelines.generate import write_whole
+from pipelines.generate_audits import AUDITORS
 from pipelines.storage import open_root
 
 DESIGN = Design(disagreements=200, agreement_rate=0.25, seed=0, overlap=0.2)

@@ -14,7 +14,7 @@ from tests.audit.forms import hidden
 TIMEOUT_S = 10.0
 
 
-class Auditor:
+class WorkbenchClient:
     """One auditor's browser, reduced to cookies and forms."""
 
     def __init__(self, base: str, token: str, name: str) -> None:
