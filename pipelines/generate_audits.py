@@ -19,6 +19,7 @@ from contracts.records import OUTCOMES, RECORD_VERSION, audit_outcome
 from pipelines.audit_sample import Design, draw, population
 from pipelines.audit_sample import write as write_sample
 from pipelines.generate import DAY_US, WRITER, Plan, generate, write_whole
+from pipelines.weeks import week_label
 
 if TYPE_CHECKING:
     from pipelines.storage import Root
@@ -46,7 +47,7 @@ def audit(root: Root, plan: Plan, knobs: AuditKnobs, truth: np.ndarray) -> int:
     rows = 0
     for week in range(plan.weeks):
         monday = plan.first_monday + dt.timedelta(weeks=week)
-        label = f"{monday.isocalendar().year}-W{monday.isocalendar().week:02d}"
+        label = week_label(monday)
         for spec in plan.knobs.types:
             sample = draw(population(root, label, spec.name), label, spec.name, design)
             if write_sample(root, sample, label, spec.name) is None:

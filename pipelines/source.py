@@ -26,8 +26,9 @@ import pyarrow.parquet as pq
 from contracts.audit_samples import AUDIT_SAMPLES
 from contracts.audit_samples import FOLDER as SAMPLE_FOLDER
 from contracts.records import ADDED_AFTER_V1, DROPS, SCHEMAS
-from pipelines.errors import NoInput, SchemaMismatch
+from pipelines.errors import BadArgument, NoInput, SchemaMismatch
 from pipelines.sqlmodels import quote_ident
+from pipelines.weeks import parse_week
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -98,9 +99,8 @@ def list_samples(root: Root, first: dt.date, last: dt.date) -> dict[str, list[st
     files: dict[str, list[str]] = {}
     for week, week_dir in _children(root, root.join(SAMPLE_FOLDER), "week="):
         try:
-            year, number = week.split("-W")
-            monday = dt.date.fromisocalendar(int(year), int(number), 1)
-        except ValueError:
+            monday = parse_week(week)
+        except BadArgument:
             continue  # not a week folder
         if first - dt.timedelta(days=6) <= monday <= last:
             for decision_type, type_dir in _children(root, week_dir, "decision_type="):

@@ -21,6 +21,8 @@ import click
 import yaml
 
 from contracts.errors import SettingsError
+from pipelines.errors import BadArgument
+from pipelines.weeks import parse_week, week_label
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "infra" / "cloudformation"
 OUTPUT_RULE = re.compile(r"(\S+\.yaml) output (\w+)")
@@ -111,18 +113,13 @@ def read_outputs(paths: tuple[Path, ...]) -> dict[str, str]:
 
 
 def iso_weeks(first: str, last: str) -> str:
-    """``YYYY-Www`` labels from ``first`` to ``last`` inclusive, comma-separated."""
+    """``YYYY-Www`` labels from ``first`` to ``last`` inclusive, comma-separated (``pipelines.weeks``)."""
     try:
-        start = dt.date.fromisocalendar(int(first[:4]), int(first[6:]), 1)
-        end = dt.date.fromisocalendar(int(last[:4]), int(last[6:]), 1)
-    except ValueError as exc:
+        start, end = parse_week(first, "--weeks"), parse_week(last, "--weeks")
+    except BadArgument as exc:
         raise SettingsError(f"--weeks: {first}:{last} is not two ISO weeks (2026-W01:2028-W52)") from exc
-    labels = []
-    while start <= end:
-        year, week, _ = start.isocalendar()
-        labels.append(f"{year}-W{week:02d}")
-        start += dt.timedelta(weeks=1)
-    return ",".join(labels)
+    count = (end - start).days // 7 + 1
+    return ",".join(week_label(start + dt.timedelta(weeks=k)) for k in range(count))
 
 
 def check(template: dict[str, Any], values: dict[str, str]) -> list[dict[str, str]]:

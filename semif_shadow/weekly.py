@@ -93,9 +93,10 @@ def monday_of(week: str) -> dt.date:
 
 
 def label(monday: dt.date) -> str:
-    """``YYYY-Www`` of a Monday."""
-    year, week, _ = monday.isocalendar()
-    return f"{year}-W{week:02d}"
+    """``YYYY-Www`` of a Monday (the pipelines' one formatter)."""
+    from pipelines.weeks import week_label  # noqa: PLC0415  (keep --help fast)
+
+    return week_label(monday)
 
 
 def latest_mature(as_of: dt.datetime, lag_days: float) -> str:

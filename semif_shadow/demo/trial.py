@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from pipelines.weeks import week_label
 from semif_shadow.demo import catalog, clinc, summary, traffic, workload
 from semif_shadow.demo.clock import SimClock
 from semif_shadow.demo.processes import DemoError, Services, free_port
@@ -136,12 +137,6 @@ def week_mondays(config: DemoConfig) -> list[dt.date]:
     return [last - dt.timedelta(weeks=config.weeks - 1 - k) for k in range(config.weeks)]
 
 
-def label(monday: dt.date) -> str:
-    """``2026-W47``."""
-    year, week, _ = monday.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def load_tickets(config: DemoConfig) -> list[Ticket]:
     """The workload's tickets."""
     if config.workload == "clinc150":
@@ -202,10 +197,10 @@ def _week(config: DemoConfig, services: Services, k: int, monday: dt.date,  # no
             "--catalog", trial.catalog, "--port", str(api_port), "--proxy-port", str(proxy_port),
             "--upstream", trial.router]
     env = _sidecar_env(config, trial)
-    sidecar = services.start(f"sidecar-{label(monday)}", argv, env, (api_port, proxy_port))
+    sidecar = services.start(f"sidecar-{week_label(monday)}", argv, env, (api_port, proxy_port))
     api, proxy = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{proxy_port}"
     services.wait_healthy(sidecar, f"{api}/healthz", 120)
-    week = label(monday)
+    week = week_label(monday)
     with _bar(config, len(tickets), f"{week} ({k + 1}/{config.weeks}) send") as bar:
         sent = asyncio.run(traffic.replay(proxy, tickets, clock, lambda: bar.update(1)))
     expected = len(tickets) * len(catalog.CANDIDATES)
@@ -313,7 +308,7 @@ def run(config: DemoConfig, echo: Callable[[str], None] = click.echo) -> Result:
     _fresh(config.out)
     tickets = load_tickets(config)
     mondays = week_mondays(config)
-    weeks = [label(m) for m in mondays]
+    weeks = [week_label(m) for m in mondays]
     echo(f"{len(tickets)} {config.workload} tickets over {', '.join(weeks)} (simulated); "
          f"output in {config.out}")
     trial = Run(secrets.token_urlsafe(16), secrets.token_urlsafe(32), str(config.out / "records"))

@@ -113,8 +113,9 @@ def test_missing_and_malformed_values_are_named(record_file: Path) -> None:
                 "--image-repository", REPO, "--model-bucket", "b")
     assert done.returncode == 2
     assert "ExecutionRoleArn" in done.stderr
-    with pytest.raises(SettingsError, match="--weeks"):
-        iso_weeks("2026-W99", "2027-W01")
+    for first, last in (("2026-W99", "2027-W01"), ("2026-W5", "2026-W06"), ("2026-W05", "2026-W05x")):
+        with pytest.raises(SettingsError, match="--weeks"):  # parsed by pipelines.weeks
+            iso_weeks(first, last)
 
 
 def test_athena_parameters_from_the_catalog_and_a_week_range() -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +32,14 @@ def test_what_is_not_a_week_is_refused_naming_the_field(text: str) -> None:
     """A malformed week, or a week its year lacks, is ``BadArgument`` naming the field."""
     with pytest.raises(BadArgument, match=r"^--week: "):
         parse_week(text, "--week")
+
+
+def test_no_other_module_reads_or_writes_a_week_by_hand() -> None:
+    """Outside ``pipelines/weeks.py`` no installed module turns an ISO week into a date or back itself."""
+    root = Path(__file__).resolve().parents[2]
+    by_hand = re.compile(r"fromisocalendar|isocalendar\(\)|-W\{")
+    packages = [root / name for name in tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mypy"]
+                ["packages"]]
+    found = [str(path.relative_to(root)) for package in packages for path in package.rglob("*.py")
+             if path != root / "pipelines" / "weeks.py" and by_hand.search(path.read_text(encoding="utf-8"))]
+    assert found == []
