@@ -22,18 +22,8 @@ import pytest
 
 from shadow.intake.supervisor import ProxyProcess, running_proxy, running_proxy_process
 from shadow.keys import METRICS, MIRROR, SETTINGS
+from tests.shadow import harness
 from tests.shadow.fault_scorer import Faults, fault_app
-from tests.shadow.harness import (
-    offer_batches,
-    read_rows,
-    running_sidecar,
-    serve,
-    settings_for,
-    ticket_type,
-    until,
-    wait_rows,
-    write_catalog,
-)
 from tests.shadow.proxy.harness import N, claimed_client, threaded_upstream
 
 if TYPE_CHECKING:
@@ -65,11 +55,11 @@ class Record:
 def records(root: Path) -> dict[str, Record]:
     """Each candidate's `Record`; a decision with two rows for one candidate fails here."""
     out: dict[str, Record] = {}
-    for r in read_rows(root, "proposals"):
+    for r in harness.read_rows(root, "proposals"):
         rec = out.setdefault(r["candidate"], Record())
         assert r["decision_id"] not in rec.rows, ("two rows", r["decision_id"], r["candidate"])
         rec.rows[r["decision_id"]] = (r["status"], r["reason"])
-    for r in read_rows(root, "drops"):
+    for r in harness.read_rows(root, "drops"):
         out.setdefault(r["candidate"], Record()).drops[r["reason"]] += r["dropped"]
     return out
 
@@ -78,7 +68,7 @@ def records(root: Path) -> dict[str, Record]:
 async def fault_scorer(mode: str, delay_s: float = 30.0) -> AsyncIterator[str]:
     """A fault scorer of its own (never the champion's), released when the block ends."""
     faults = Faults(mode=mode, delay_s=delay_s)
-    async with serve(fault_app(faults)) as url:
+    async with harness.serve(fault_app(faults)) as url:
         try:
             yield url
         finally:
@@ -95,9 +85,9 @@ async def run(tmp: Path, dtype: dict[str, Any], drive: Callable[[str, web.Applic
               **settings: Any) -> tuple[int, dict[str, Record]]:
     """Run a sidecar on ``dtype``, let ``drive`` offer decisions; (offered, each candidate's record)."""
     await asyncio.to_thread(tmp.mkdir)
-    catalog = write_catalog(tmp, {"tickets": dtype})
+    catalog = harness.write_catalog(tmp, {"tickets": dtype})
     n_candidates = 1 + len(dtype.get("candidates", {}))
-    async with running_sidecar(settings_for(tmp, catalog, **settings)) as (url, app):
+    async with harness.running_sidecar(harness.settings_for(tmp, catalog, **settings)) as (url, app):
         offered = await drive(url, app, n_candidates)
     return offered, records(tmp / "records")
 
@@ -124,10 +114,10 @@ async def paired_and_alone(tmp: Path, dtype: dict[str, Any],
 async def test_kill_switch_is_accounted_to_both_candidates(scorer_url: str, tmp_path: Path) -> None:
     """The kill switch on: 20 decisions, each one ``kill_switch`` for the champion and for the challenger."""
     async def drive(url: str, _app: web.Application, _n: int) -> int:
-        return len(await offer_batches(url, ["k"], n=20))
+        return len(await harness.offer_batches(url, ["k"], n=20))
 
     async with fault_scorer("slow") as slow_url:
-        dtype = ticket_type(scorer_url, candidates=challenger(slow_url))
+        dtype = harness.ticket_type(scorer_url, candidates=challenger(slow_url))
         paired = await paired_and_alone(tmp_path, dtype, drive, kill_switch=True)
     for rec in paired.values():
         assert rec.reasons() == {"kill_switch": 20}
@@ -140,13 +130,13 @@ async def test_budget_is_spent_per_candidate_and_accounted(scorer_url: str, tmp_
     the challenger.
     """
     async def drive(url: str, _app: web.Application, n: int) -> int:
-        offered = len(await offer_batches(url, ["b"], n=6))
-        await wait_rows(url, 6 * n)
+        offered = len(await harness.offer_batches(url, ["b"], n=6))
+        await harness.wait_rows(url, 6 * n)
         return offered
 
     async with fault_scorer("slow") as slow_url:
-        dtype = ticket_type(scorer_url, budget={"calls_per_hour": 3},
-                            candidates=challenger(slow_url, timeout_s=0.3, deadline_s=10.0))
+        dtype = harness.ticket_type(scorer_url, budget={"calls_per_hour": 3},
+                                    candidates=challenger(slow_url, timeout_s=0.3, deadline_s=10.0))
         paired = await paired_and_alone(tmp_path, dtype, drive, workers=1)
     assert paired[CHAMPION].rows == {**{f"b-{i}": ("scored", None) for i in range(3)},
                                      **{f"b-{i}": ("dropped", "budget_exhausted") for i in range(3, 6)}}
@@ -160,13 +150,13 @@ async def test_circuit_open_is_the_failing_candidates_alone(scorer_url: str, tmp
     The champion's breaker is its own: it scores all 10, as it does alone.
     """
     async def drive(url: str, _app: web.Application, n: int) -> int:
-        offered = len(await offer_batches(url, ["c"], n=10))
-        await wait_rows(url, 10 * n)
+        offered = len(await harness.offer_batches(url, ["c"], n=10))
+        await harness.wait_rows(url, 10 * n)
         return offered
 
     async with fault_scorer("error") as failing_url:
-        dtype = ticket_type(scorer_url, breaker={"failure_threshold": 3, "reset_after_s": 60},
-                            candidates=challenger(failing_url))
+        dtype = harness.ticket_type(scorer_url, breaker={"failure_threshold": 3, "reset_after_s": 60},
+                                    candidates=challenger(failing_url))
         paired = await paired_and_alone(tmp_path, dtype, drive, workers=1)
     assert paired[CHAMPION].reasons() == {None: 10}
     assert paired[CHALLENGER].reasons() == {"scorer_error": 3, "circuit_open": 7}, paired[CHALLENGER]
@@ -184,16 +174,16 @@ async def test_queue_full_is_the_slow_candidates_alone(scorer_url: str, tmp_path
     """
     async def drive(url: str, app: web.Application, _n: int) -> int:
         lane = app[MIRROR].lanes[CHAMPION]
-        first = await offer_batches(url, ["q0"], n=Q)
-        await until(lambda: lane.finished.count == Q)
-        second = await offer_batches(url, ["q1"], n=Q)
-        await until(lambda: lane.finished.count == 2 * Q)
+        first = await harness.offer_batches(url, ["q0"], n=Q)
+        await harness.until(lambda: lane.finished.count == Q)
+        second = await harness.offer_batches(url, ["q1"], n=Q)
+        await harness.until(lambda: lane.finished.count == 2 * Q)
         return len(first) + len(second)
 
     async with fault_scorer("slow") as slow_url:
         champion = {"timeout_s": 5.0, "deadline_s": 600.0}  # a measured lane never sheds these 8
-        dtype = ticket_type(scorer_url, scorer=champion,
-                            candidates=challenger(slow_url, timeout_s=60.0, deadline_s=120.0))
+        dtype = harness.ticket_type(scorer_url, scorer=champion,
+                                    candidates=challenger(slow_url, timeout_s=60.0, deadline_s=120.0))
         paired = await paired_and_alone(tmp_path, dtype, drive, workers=1, queue_max_items=Q)
     assert paired[CHAMPION].reasons() == {None: 2 * Q}
     assert paired[CHALLENGER].reasons() == {"shutdown": Q + 1, "queue_full": Q - 1}, paired[CHALLENGER]
@@ -209,21 +199,21 @@ async def test_shedding_at_the_door_is_the_slow_candidates_alone(scorer_url: str
     """
     async def drive(url: str, app: web.Application, n: int) -> int:
         lanes = app[MIRROR].lanes
-        warm = await offer_batches(url, ["warm"], n=15)
-        await until(lambda: all(lane.finished.count == 15 for lane in lanes.values()))
+        warm = await harness.offer_batches(url, ["warm"], n=15)
+        await harness.until(lambda: all(lane.finished.count == 15 for lane in lanes.values()))
         if n > 1:  # the challenger's lane measured (the champion's may not be: 15 took under a second)
-            await until(lambda: lanes[CHALLENGER].finished.rate > 0)
-        burst = await offer_batches(url, ["burst"], n=200)
+            await harness.until(lambda: lanes[CHALLENGER].finished.rate > 0)
+        burst = await harness.offer_batches(url, ["burst"], n=200)
         shed = app[METRICS].shed.labels("tickets", CHALLENGER, "lane_throughput")
-        await until(lambda: all(lane.finished.count + (shed._value.get() if name == CHALLENGER else 0)
-                                == 215 for name, lane in lanes.items()), 60)
+        await harness.until(lambda: all(lane.finished.count + (shed._value.get() if name == CHALLENGER else 0)
+                                        == 215 for name, lane in lanes.items()), 60)
         assert n == 1 or 0 < shed._value.get() < 200
         return len(warm) + len(burst)
 
     async with fault_scorer("slow", delay_s=0.2) as slow_url:
         champion = {"timeout_s": 5.0, "deadline_s": 3600.0}
-        dtype = ticket_type(scorer_url, scorer=champion,
-                            candidates=challenger(slow_url, timeout_s=1.0, deadline_s=2.0))
+        dtype = harness.ticket_type(scorer_url, scorer=champion,
+                                    candidates=challenger(slow_url, timeout_s=1.0, deadline_s=2.0))
         paired = await paired_and_alone(tmp_path, dtype, drive, workers=2)
     assert paired[CHAMPION].reasons() == {None: 215}
     slow = paired[CHALLENGER].reasons()
@@ -244,14 +234,14 @@ async def test_a_slow_challenger_never_sheds_the_champion_for_backlog_room(score
         lane = app[MIRROR].lanes[CHAMPION]
         shed = app[METRICS].shed.labels("tickets", CHAMPION, "row_backlog")
         for i in range(1, 5):
-            await offer_batches(url, [f"r{i}"], n=40)
-            await until(lambda i=i: lane.finished.count + shed._value.get() == 40 * i)  # type: ignore[misc]
+            await harness.offer_batches(url, [f"r{i}"], n=40)
+            await harness.until(lambda i=i: lane.finished.count + shed._value.get() == 40 * i)  # type: ignore[misc]
         return 160
 
     async with fault_scorer("slow") as slow_url:
         champion = {"timeout_s": 5.0, "deadline_s": 3600.0}
-        dtype = ticket_type(scorer_url, scorer=champion,
-                            candidates=challenger(slow_url, timeout_s=60.0, deadline_s=120.0))
+        dtype = harness.ticket_type(scorer_url, scorer=champion,
+                                    candidates=challenger(slow_url, timeout_s=60.0, deadline_s=120.0))
         paired = await paired_and_alone(tmp_path, dtype, drive, workers=1, record_backlog=100)
     assert paired[CHAMPION].reasons() == {None: 160}
     slow = paired[CHALLENGER].reasons()
@@ -267,12 +257,13 @@ async def test_handoff_full_is_accounted_to_both_candidates(scorer_url: str, tmp
     """
     statuses: list[int] = []
     async with fault_scorer("slow", delay_s=0.05) as slow_url:
-        dtype = ticket_type(scorer_url, candidates=challenger(slow_url, timeout_s=5.0, deadline_s=10.0))
-        catalog = write_catalog(tmp_path, {"tickets": dtype})
+        late = challenger(slow_url, timeout_s=5.0, deadline_s=10.0)
+        dtype = harness.ticket_type(scorer_url, candidates=late)
+        catalog = harness.write_catalog(tmp_path, {"tickets": dtype})
         with threaded_upstream() as upstream_url:
-            settings = settings_for(tmp_path, catalog, upstream_url=upstream_url, proxy_port=0,
-                                    proxy_handoff_bytes=65536)
-            async with running_sidecar(settings) as (api, core):
+            settings = harness.settings_for(tmp_path, catalog, upstream_url=upstream_url, proxy_port=0,
+                                            proxy_handoff_bytes=65536)
+            async with harness.running_sidecar(settings) as (api, core):
                 proxy = ProxyProcess(settings, core)
                 port = int((await proxy.start()).rsplit(":", 1)[1])
                 try:
@@ -280,10 +271,11 @@ async def test_handoff_full_is_accounted_to_both_candidates(scorer_url: str, tmp
                     client.start()
                     client.join(60)  # blocks the loop: the sidecar reads nothing meanwhile
                     offered = [core[METRICS].offered.labels("tickets", c) for c in (CHAMPION, CHALLENGER)]
-                    await until(lambda: all(o._value.get() >= N for o in offered))  # the next counters frame
+                    # the next counters frame
+                    await harness.until(lambda: all(o._value.get() >= N for o in offered))
                     handed = offered[0]._value.get() - core[METRICS].dropped.labels(
                         "tickets", CHAMPION, "handoff_full")._value.get()
-                    await wait_rows(api, 2 * handed)
+                    await harness.wait_rows(api, 2 * handed)
                 finally:
                     await proxy.stop()
     assert statuses == [200] * N
@@ -310,12 +302,13 @@ async def test_relay_memory_is_accounted_to_both_candidates(mode: str, scorer_ur
         async with running(core[SETTINGS], core) as url:
             await asyncio.to_thread(claimed_client, int(url.rsplit(":", 1)[1]), statuses)
             offered = [core[METRICS].offered.labels("tickets", c) for c in (CHAMPION, CHALLENGER)[:n]]
-            await until(lambda: all(o._value.get() >= N for o in offered))  # the relay's next counters frame
+            # the relay's next counters frame
+            await harness.until(lambda: all(o._value.get() >= N for o in offered))
         assert statuses == [200] * N
         return N
 
     async with fault_scorer("slow") as slow_url:
-        dtype = ticket_type(scorer_url, candidates=challenger(slow_url))
+        dtype = harness.ticket_type(scorer_url, candidates=challenger(slow_url))
         with threaded_upstream() as upstream_url:
             settings = {"upstream_url": upstream_url, "proxy_port": 0, "proxy_held_bytes": 0}
             paired = await paired_and_alone(tmp_path, dtype, drive, **settings)

@@ -15,17 +15,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from shadow.keys import BODY_BUDGET, METRICS, MIRROR
-from tests.shadow.harness import (
-    accounted,
-    batch,
-    offer_batches,
-    read_rows,
-    running_sidecar,
-    settings_for,
-    ticket_type,
-    until,
-    write_catalog,
-)
+from tests.shadow import harness
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,19 +34,20 @@ async def test_a_slow_scorer_sheds_at_the_door_instead_of_queueing_past_the_dead
     """
     faults.mode, faults.delay_s = "slow", 0.2
     scorer = {"timeout_s": 1.0, "deadline_s": 2.0, "max_attempts": 1}
-    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url, scorer=scorer)})
-    settings = settings_for(tmp_path, catalog, workers=2)
-    async with running_sidecar(settings) as (url, app):
+    catalog = harness.write_catalog(tmp_path, {"tickets": harness.ticket_type(scorer_url, scorer=scorer)})
+    settings = harness.settings_for(tmp_path, catalog, workers=2)
+    async with harness.running_sidecar(settings) as (url, app):
         lane = app[MIRROR].lanes["default"]
-        await offer_batches(url, ["warm"], n=15)
-        await until(lambda: lane.finished.rate > 0 and not lane.depth)  # measured, warm-up worked off
-        answers = await offer_batches(url, ["burst"], n=200)
+        await harness.offer_batches(url, ["warm"], n=15)
+        await harness.until(lambda: lane.finished.rate > 0 and not lane.depth)  # measured, warm-up worked off
+        answers = await harness.offer_batches(url, ["burst"], n=200)
         queued = sum(r is None for r in answers.values())
-        await until(lambda: lane.finished.count == 15 + queued)
+        await harness.until(lambda: lane.finished.count == 15 + queued)
         shed = app[METRICS].shed.labels("tickets", "default", "lane_throughput")._value.get()
-    rows, drops = accounted(tmp_path / "records")
+    rows, drops = harness.accounted(tmp_path / "records")
     assert sum(rows.values()) + drops.total() == 215, (len(rows), drops)
-    burst = [r for r in read_rows(tmp_path / "records", "proposals") if r["decision_id"].startswith("burst")]
+    proposals = harness.read_rows(tmp_path / "records", "proposals")
+    burst = [r for r in proposals if r["decision_id"].startswith("burst")]
     outcomes = Counter((r["status"], r["reason"]) for r in burst if r["reason"] != "shed")
     assert 0 < queued <= 60, (queued, lane.finished.rate)
     assert outcomes == {("scored", None): queued}, outcomes
@@ -79,21 +70,22 @@ async def test_bodies_handled_at_once_stay_within_the_api_body_budget(
     and its bytes are free again; the budget never held more than its limit. A build without the
     budget answers the 30 KB request 202.
     """
-    catalog = write_catalog(tmp_path, {"tickets": ticket_type(scorer_url)})
-    settings = settings_for(tmp_path, catalog, max_body_bytes=64 * 1024, api_body_budget_bytes=64 * 1024)
-    async with running_sidecar(settings) as (url, app):
+    catalog = harness.write_catalog(tmp_path, {"tickets": harness.ticket_type(scorer_url)})
+    settings = harness.settings_for(tmp_path, catalog, max_body_bytes=64 * 1024,
+                                    api_body_budget_bytes=64 * 1024)
+    async with harness.running_sidecar(settings) as (url, app):
         budget, port = app[BODY_BUDGET], int(url.rsplit(":", 1)[1])
-        slow = padded(batch("slow", 10), 40_000)
+        slow = padded(harness.batch("slow", 10), 40_000)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 40000\r\nConnection: close\r\n\r\n" + slow[:1000])
         await writer.drain()
-        await until(lambda: budget.held == 40_000)
+        await harness.until(lambda: budget.held == 40_000)
         async with aiohttp.ClientSession() as session:
-            refused = await session.post(f"{url}/v1/decisions", data=padded(batch("big", 10), 30_000),
+            refused = await session.post(f"{url}/v1/decisions", data=padded(harness.batch("big", 10), 30_000),
                                          headers={"Content-Type": "application/json"})
             error = await refused.json()
-            small = await session.post(f"{url}/v1/decisions", json=batch("small", 1))
+            small = await session.post(f"{url}/v1/decisions", json=harness.batch("small", 1))
             assert small.status == 202, await small.text()
         writer.write(slow[1000:])
         await writer.drain()
