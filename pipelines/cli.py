@@ -304,9 +304,9 @@ def sql_command(model_name: str | None) -> None:
     Staging models read `raw_proposals` and `raw_outcomes` (records); every model reads its settings from
     the one-row `run_params` table and the `cfg_*` tables (the staging models read the window's instants
     from variables, set from `run_params` by the statements printed first); `cp_lower(x, n, a)` is the
-    Beta(a; x, n-x+1) quantile (scipy.special.betaincinv). The `evidence` mart's ledger columns are not
-    SQL: `pipelines run` fills them when it writes the marts (pipelines/ledger.py), from the weeks already
-    written.
+    Beta(a; x, n-x+1) quantile (scipy.special.betaincinv). The `evidence` model has no ledger columns:
+    `pipelines run` adds and fills them when it writes the marts (pipelines/ledger.py), from the weeks
+    already written.
 
     \b
     Examples:

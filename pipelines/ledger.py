@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from pipelines.confseq import lower_bound, upper_bound
 from pipelines.errors import BadArgument
-from pipelines.mart_schema import DECLARED
+from pipelines.mart_schema import DECLARED, LEDGER, SQL_TYPES
 from pipelines.sqlmodels import quote_ident
 from pipelines.weeks import as_utc, parse_week, week_label
 
@@ -217,7 +217,8 @@ def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alph
           chosen: dict[str, str] | None = None) -> None:
     """Replace the connection's ``evidence`` table by its rows with the ledger columns filled (see above).
 
-    ``chosen``: policy key -> the week it was chosen on (``chosen_weeks``).
+    The model's table has the week's columns only: the ledger's (``mart_schema.LEDGER``) are added to it
+    here, with their declared types. ``chosen``: policy key -> the week it was chosen on (``chosen_weeks``).
     """
     weekly = con.sql("select * from evidence order by week_start, decision_type, model_key, policy")
     rows = [dict(zip(weekly.columns, r, strict=True)) for r in weekly.fetchall()]
@@ -241,6 +242,8 @@ def carry(con: duckdb.DuckDBPyConnection, window: Window, out: Path | None, alph
     # Rows go back as bound parameters into the table the model built (its declared types): an Arrow
     # table registered in DuckDB, or built from Python rows, would import pandas into every run.
     columns = [name for name, _ in DECLARED["evidence"]]
+    for name, kind in LEDGER:
+        con.execute(f"alter table evidence add column if not exists {quote_ident(name)} {SQL_TYPES[kind]}")
     con.execute("delete from evidence")
     if output:
         names = ", ".join(quote_ident(name) for name in columns)

@@ -36,6 +36,20 @@ SCOPE_NO_WEEK = [("decision_type", TEXT), ("week_start", DATE), ("model_key", TE
 FLEET = columns("backend device instance_type", TEXT)
 RUN = [("as_of", INSTANT), ("mature", FLAG)]
 """Appended by the writer (``output.mart_rows``)."""
+SQL_TYPES = {COUNT: "bigint", INDEX: "integer", REAL: "double", TEXT: "varchar", DATE: "date",
+             FLAG: "boolean", INSTANT: "timestamptz"}
+"""The DuckDB type of each declared Arrow type (what a model's column of that type is)."""
+LEDGER = [
+    *columns("ledger_first_week counted_through", TEXT), *columns("weeks_covered looks", COUNT),
+    *columns("ledger_accepted_labelled ledger_accepted_correct ledger_severe_errors", COUNT),
+    *columns("provisional_accepted_labelled provisional_accepted_correct", COUNT),
+    ("provisional_severe_errors", COUNT),
+    *columns("precision_lower precision_upper severe_upper alpha", REAL),
+    *columns("reset_reason reset_week reset_from", TEXT), ("matures_at", INSTANT),
+    ("ledger_recent", TEXT),
+]
+"""The ``evidence`` mart's last columns: no SQL computes them; the ledger (``pipelines/ledger.py``) adds them
+to the model's table and fills them before the marts are written."""
 
 DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     "latency": [
@@ -123,13 +137,7 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
         *columns("labelled unlabelled", COUNT),
         *columns("labelled_confidence_mean labelled_confidence_sd", REAL),
         *columns("unlabelled_confidence_mean unlabelled_confidence_sd", REAL),
-        *columns("ledger_first_week counted_through", TEXT), *columns("weeks_covered looks", COUNT),
-        *columns("ledger_accepted_labelled ledger_accepted_correct ledger_severe_errors", COUNT),
-        *columns("provisional_accepted_labelled provisional_accepted_correct", COUNT),
-        ("provisional_severe_errors", COUNT),
-        *columns("precision_lower precision_upper severe_upper alpha", REAL),
-        *columns("reset_reason reset_week reset_from", TEXT), ("matures_at", INSTANT),
-        ("ledger_recent", TEXT),
+        *LEDGER,
     ],
     "label_delay": [
         *WEEK, ("source", TEXT), ("outcomes", COUNT),
@@ -177,6 +185,14 @@ DECLARED: dict[str, list[tuple[str, pa.DataType]]] = {
     ],
 }
 """Every mart's columns in order, without the writer's ``RUN`` columns."""
+ADDED_AFTER_SQL = {"evidence": LEDGER}
+"""A mart's last columns that Python adds to its model's table (the model's SQL does not have them)."""
+
+
+def model_columns(mart: str) -> list[tuple[str, pa.DataType]]:
+    """The columns a mart's SQL model gives, in order: the declared ones but ``ADDED_AFTER_SQL``'s."""
+    added = {name for name, _ in ADDED_AFTER_SQL.get(mart, [])}
+    return [(name, kind) for name, kind in DECLARED[mart] if name not in added]
 
 
 def mart_schema(mart: str) -> pa.Schema:

@@ -286,8 +286,8 @@ def write_job_marts(con: duckdb.DuckDBPyConnection, out: Path, window: Window,  
                     chosen: dict[str, str] | None = None) -> dict[str, int]:
     """Write the marts under ``out`` (either engine's, from a DuckDB connection); rows per mart.
 
-    The ``evidence`` mart's ledger columns are filled first, from the ledger already written under ``out``
-    (``pipelines.ledger.carry``, at the one-sided level ``alpha``).
+    The ``evidence`` mart's ledger columns are added and filled first, from the ledger already written
+    under ``out`` (``pipelines.ledger.carry``, at the one-sided level ``alpha``).
     """
     try:
         carry(con, window, out, alpha, chosen)

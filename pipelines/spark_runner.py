@@ -29,7 +29,7 @@ from contracts.audit_samples import AUDIT_SAMPLES
 from contracts.records import DROPS, SCHEMAS
 from pipelines.errors import NoInput, PipelinesError
 from pipelines.ledger import chosen_weeks
-from pipelines.mart_schema import DECLARED
+from pipelines.mart_schema import model_columns
 from pipelines.runner import (
     CONFIG_TABLES,
     SEGMENT_CHECK,
@@ -212,8 +212,11 @@ def check_segments(spark: SparkSession) -> None:
 
 
 def conform(table: pa.Table, mart: str) -> pa.Table:
-    """A mart collected from Spark in its declared column order and Arrow types (a lossy cast fails)."""
-    declared = pa.schema(DECLARED[mart])
+    """A mart collected from Spark in its model's declared column order and Arrow types (a lossy cast fails).
+
+    The ``evidence`` mart's ledger columns are not SQL: ``write_job_marts`` adds them (``ledger.carry``).
+    """
+    declared = pa.schema(model_columns(mart))
     missing = [f.name for f in declared if f.name not in table.column_names]
     if missing or len(table.column_names) != len(declared):
         raise PipelinesError(

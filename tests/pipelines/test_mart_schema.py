@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import PipelinesError
-from pipelines.mart_schema import DECLARED, check_marts, differences, mart_schema
-from pipelines.sqlmodels import mart_names
+from pipelines.mart_schema import (
+    DECLARED,
+    LEDGER,
+    SQL_TYPES,
+    check_marts,
+    differences,
+    mart_schema,
+    model_columns,
+)
+from pipelines.sqlmodels import load_model, mart_names
 
 if TYPE_CHECKING:
     from tests.pipelines.harness import Computed
@@ -48,6 +58,27 @@ def test_mart_parquet_files_follow_the_declared_schema(computed: Computed, name:
         written = [(field.name, str(field.type)) for field in schema]
         expected = [(field.name, str(field.type)) for field in declared]
         assert written == expected, (path, differences(declared, schema))
+
+
+def test_every_stored_mart_table_has_the_declared_columns_and_types(computed: Computed) -> None:
+    """``pipelines.duckdb``: each mart's table has its declared columns, in order, each with its SQL type.
+
+    The ``evidence`` model gives none of the ledger's columns (``LEDGER``): the ledger adds them, so the
+    stored table is as it was when the model had them as typed nulls.
+    """
+    con = duckdb.connect(str(computed.out / "pipelines.duckdb"), read_only=True)
+    try:
+        for mart in DECLARED:
+            stored = [(name, kind) for name, kind, *_ in con.sql(f'describe "{mart}"').fetchall()]
+            wanted = [(field.name, con.sql(f"select typeof(null::{SQL_TYPES[field.type]})").fetchall()[0][0])
+                      for field in mart_schema(mart)]
+            assert stored == wanted, mart
+    finally:
+        con.close()
+    sql = re.sub(r"--[^\n]*", "", load_model("evidence").sql)
+    assert [name for name, _ in model_columns("evidence")] == [name for name, _ in DECLARED["evidence"]][
+        :-len(LEDGER)]
+    assert not [name for name, _ in LEDGER if re.search(rf"\b{name}\b", sql)]
 
 
 def test_the_writer_refuses_a_mart_off_its_declared_schema() -> None:

@@ -7,8 +7,8 @@
 -- and severe_errors (accepted, labelled and wrong, proposing a high-consequence option: acted on).
 -- Beside them, the labelled and unlabelled scored decisions' confidence (mean and sd on the confidence grid,
 -- one-hot rows left out), for the review's check that the labels are not a skewed sample.
--- The ledger columns (cumulative mature counts, bounds, resets) are filled by `pipelines/ledger.py` when
--- the marts are written; this model leaves them null.
+-- The ledger's columns (cumulative mature counts, bounds, resets) are not here: `pipelines/ledger.py` adds
+-- and fills them when the marts are written.
 with cube as (
     select * from int_cube
 ),
@@ -99,17 +99,7 @@ final as (
         counted.scored, counted.accepted, counted.accepted_labelled, counted.accepted_correct,
         counted.severe_errors, counted.labelled, coalesce(shift.unlabelled, 0)::bigint as unlabelled,
         shift.labelled_confidence_mean, shift.labelled_confidence_sd,
-        shift.unlabelled_confidence_mean, shift.unlabelled_confidence_sd,
-        null::varchar as ledger_first_week, null::varchar as counted_through,
-        null::bigint as weeks_covered, null::bigint as looks,
-        null::bigint as ledger_accepted_labelled, null::bigint as ledger_accepted_correct,
-        null::bigint as ledger_severe_errors,
-        null::bigint as provisional_accepted_labelled, null::bigint as provisional_accepted_correct,
-        null::bigint as provisional_severe_errors,
-        null::double as precision_lower, null::double as precision_upper, null::double as severe_upper,
-        null::double as alpha,
-        null::varchar as reset_reason, null::varchar as reset_week, null::varchar as reset_from,
-        null::timestamptz as matures_at, null::varchar as ledger_recent
+        shift.unlabelled_confidence_mean, shift.unlabelled_confidence_sd
     from counted
     left join names using (decision_type, model_key)
     left join shift using (decision_type, week_start, model_key)
