@@ -27,27 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from click.testing import CliRunner
 
-from contracts.records import OUTCOMES, RECORD_VERSION, TS
+from bench.simrecords import FIRST_MONDAY, OPTIONS, TypeWeek, invoke, week_label, write_type_week
 from dashboards.config import ReviewConfig
 from dashboards.marts import load_marts
 from dashboards.verdict import audited
 from dashboards.verdict.decision import judge
 from dashboards.verdict.evidence import gather
 from pipelines import synth
-from pipelines.generate import DAY_US, WRITER, Chunk, Draws, proposals_table, write_whole
+from pipelines.generate import WRITER, write_whole
 from pipelines.generate_audits import answer, audit_rows
 from pipelines.storage import open_root
-from semif_shadow.cli import main as cli
-
-OPTIONS = ("a", "b", "c", "d", "e")
-FIRST_MONDAY = dt.date(2026, 10, 5)
-FLEET = (synth.Fleet("sagemaker", "cpu", "ml.c6i.8xlarge", 40.0, 1.0),)
-MODEL = (synth.ModelSpec("gemma-3-270m", "a5fd3b62" + "0" * 56, "Q4_K_M", 3.2, 1.0),)
 
 
 @dataclass(frozen=True)
@@ -87,12 +78,6 @@ class Result:
     reasons: list[str] = field(default_factory=list)
 
 
-def week_label(week: int) -> str:
-    """The ISO label of simulated week ``week`` (0-based)."""
-    monday = FIRST_MONDAY + dt.timedelta(weeks=week)
-    return f"{monday.isocalendar().year}-W{monday.isocalendar().week:02d}"
-
-
 def _decisions(rng: np.random.Generator, setup: Setup, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(truth, production's outcome, the candidate's proposal) as option indices."""
     k = len(OPTIONS)
@@ -105,47 +90,21 @@ def _decisions(rng: np.random.Generator, setup: Setup, n: int) -> tuple[np.ndarr
 
 def write_week(root: Path, setup: Setup, week: int, truths: np.ndarray) -> None:
     """Every type's proposals and production's outcomes of one week (all received on its Wednesday)."""
-    store = open_root(str(root))
-    monday = FIRST_MONDAY + dt.timedelta(weeks=week)
-    start = int(dt.datetime.combine(monday + dt.timedelta(days=2), dt.time(), dt.UTC).timestamp()) * 10**6
     n = setup.decisions
     for t in range(setup.types):
         rng = np.random.default_rng([setup.seed, week, t])
-        name, first = f"t{t:05d}", (week * setup.types + t) * n
+        first = (week * setup.types + t) * n
         truth, production, proposal = _decisions(rng, setup, n)
         truths[first:first + n] = truth
-        spec = synth.DecisionSpec(name, OPTIONS, (0.2,) * 5, 1.0)
-        knobs = synth.Knobs(types=(spec,), fleets=FLEET, models=MODEL, not_scored=())
         p = np.full((n, len(OPTIONS)), 0.1)
         p[np.arange(n), proposal] = 0.6
-        received = start + np.sort(rng.integers(0, DAY_US // 2, n))
-        ids = pc.binary_join_element_wise("d-", pa.array(np.arange(first, first + n)).cast(pa.string()), "")
-        draws = Draws(ids, received, np.zeros(n, np.int64), np.ones(n, bool), p, np.zeros(n, np.int64),
-                      production, proposal, truth)
-        table = proposals_table(rng, Chunk(week, spec, n, first, start), knobs, draws)
-        date = (monday + dt.timedelta(days=2)).isoformat()
-        write_whole(store, store.join("proposals", f"decision_type={name}", f"date={date}"),
-                    f"{WRITER}-{week:04d}.parquet", table)
-        outcomes = pa.Table.from_pydict({
-            "record_version": pa.array(np.full(n, RECORD_VERSION, np.int16)), "decision_id": ids,
-            "decision_type": pa.array([name] * n), "outcome": pa.array(OPTIONS).take(pa.array(production)),
-            "outcome_at": pa.array(received + 3_600_000_000).cast(TS), "source": pa.array(["api"] * n),
-            "writer_id": pa.array([WRITER] * n), "in_options": pa.array(np.ones(n, bool)),
-            "auditor": pa.nulls(n, pa.string()), "audit_sample": pa.nulls(n, pa.string())}, schema=OUTCOMES)
-        write_whole(store, store.join("outcomes", f"decision_type={name}", f"date={date}"),
-                    f"{WRITER}-{week:04d}.parquet", outcomes)
-
-
-def _invoke(args: list[str]) -> None:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    if result.exit_code:
-        raise RuntimeError(f"semif-shadow {' '.join(args)}: {result.output}")
+        write_type_week(str(root), TypeWeek(f"t{t:05d}", week, first, truth, production, p), rng)
 
 
 def answer_week(root: Path, setup: Setup, week: int, truths: np.ndarray) -> None:
     """Draw the week's samples (``audit sample``, its defaults) and answer each with the truth."""
     label = week_label(week)
-    _invoke(["audit", "sample", "--root", str(root), "--week", label, "--seed", str(setup.seed)])
+    invoke(["audit", "sample", "--root", str(root), "--week", label, "--seed", str(setup.seed)])
     store = open_root(str(root))
     auditor = synth.AuditKnobs(error_rate=setup.auditor_error)
     at = dt.datetime.combine(FIRST_MONDAY + dt.timedelta(weeks=week, days=9), dt.time(), dt.UTC)
@@ -206,7 +165,7 @@ def simulate(setup: Setup, folder: Path, config: ReviewConfig | None = None) -> 
     for week in range(setup.weeks):
         write_week(root, setup, week, truths)
         answer_week(root, setup, week, truths)
-        _invoke(["pipelines", "run", "--root", str(root), "--week", week_label(week), "--out", str(out),
+        invoke(["pipelines", "run", "--root", str(root), "--week", week_label(week), "--out", str(out),
                  "--as-of", as_of])
         review_week(out, setup, week, result, config)
     return result
