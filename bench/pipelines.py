@@ -143,7 +143,7 @@ def ensure_data(data_dir: Path, decisions: int, candidates: int = 1, *, audited:
     """
     from contracts.records import COMPRESSION  # noqa: PLC0415  (pyarrow, not DuckDB or pandas)
 
-    suffix = ("" if candidates == 1 else "-ab") + ("-audited" if audited else "")
+    suffix = {1: "", 2: "-ab"}.get(candidates, f"-c{candidates}") + ("-audited" if audited else "")
     root = data_dir / f"records-{decisions}-{COMPRESSION}{suffix}"
     if not (root / ".complete").exists():
         from pipelines.generate import Plan, generate  # noqa: PLC0415  (only when data is missing)
@@ -153,7 +153,8 @@ def ensure_data(data_dir: Path, decisions: int, candidates: int = 1, *, audited:
         from pipelines import synth  # noqa: PLC0415
 
         knobs = synth.Knobs() if candidates == 1 else synth.Knobs(
-            challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=2)
+            challenger=synth.CHALLENGER, identity_change=synth.IdentityChange(week=2),
+            more_challengers=synth.MORE_CHALLENGERS[:candidates - 2],
         )
         plan = Plan(decisions=decisions, knobs=knobs)
         if audited:
@@ -242,8 +243,8 @@ def main() -> None:
     )
     parser.add_argument("--decisions", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--candidates", type=int, choices=[1, 2], default=1,
-                        help="2: a challenger on the same decisions, and an identity change mid-W46")
+    parser.add_argument("--candidates", type=int, choices=[1, 2, 4], default=1,
+                        help="2: a challenger, an identity change mid-W46; 4: two more challengers")
     parser.add_argument("--audited", action="store_true",
                         help="records with each week's audit sample answered (about 0.9%% audited at 10M)")
     parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",

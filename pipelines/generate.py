@@ -114,10 +114,12 @@ def generate(root: Root, plan: Plan, truths: list[np.ndarray] | None = None) -> 
         drifted = chunk.week == plan.drift_week
         proposals, outcomes, draws = draw_chunk(rng, chunk, plan.knobs, drifted)
         counts["files"] += write_partitioned(root, "proposals", proposals, "received_at", chunk)
-        if plan.knobs.challenger is not None:
-            challenger = challenger_proposals(rng, chunk, plan.knobs, draws)
+        challengers = [] if plan.knobs.challenger is None else [plan.knobs.challenger]
+        for n, spec in enumerate([*challengers, *plan.knobs.more_challengers]):
+            challenger = challenger_proposals(rng, chunk, plan.knobs, draws, spec,
+                                              CHALLENGER if n == 0 else f"{CHALLENGER}-{n + 1}")
             counts["files"] += write_partitioned(root, "proposals", challenger, "received_at", chunk,
-                                                 writer="gen-0002")
+                                                 writer=f"gen-{n + 2:04d}")
             counts["proposals"] += challenger.num_rows
         counts["files"] += write_partitioned(root, "outcomes", outcomes, "outcome_at", chunk)
         counts["proposals"] += proposals.num_rows
@@ -156,18 +158,17 @@ def draw_chunk(
     return proposals_table(rng, chunk, knobs, draws), outcomes_table(rng, chunk, knobs, draws), draws
 
 
-def challenger_proposals(
-    rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws
+def challenger_proposals(  # noqa: PLR0913, PLR0917  (one candidate's draws and names)
+    rng: np.random.Generator, chunk: Chunk, knobs: synth.Knobs, draws: Draws, spec: synth.ModelSpec,
+    candidate: str = CHALLENGER,
 ) -> pa.Table:
-    """The challenger's rows for the same decisions: its own statuses, fleet draws and probabilities."""
-    spec = knobs.challenger
-    assert spec is not None
+    """A challenger's rows for the same decisions: its own statuses, fleet draws and probabilities."""
     status_idx, scored = draw_statuses_for(rng, chunk.n, knobs)
     p = synth.probabilities(rng, draws.intended, len(chunk.spec.options), np.full(chunk.n, spec.signal))
     mine = Draws(draws.ids, draws.received, status_idx, scored, p, np.zeros(chunk.n, np.int64), draws.truth,
                  draws.intended, draws.right)
     alone = replace(knobs, models=(spec,), identity_change=None)
-    return proposals_table(rng, chunk, alone, mine, CHALLENGER)
+    return proposals_table(rng, chunk, alone, mine, candidate)
 
 
 def draw_statuses_for(rng: np.random.Generator, n: int, knobs: synth.Knobs) -> tuple[np.ndarray, np.ndarray]:

@@ -97,6 +97,11 @@ class IdentityChange:
 
 CHALLENGER = ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q8_0", 4.5, 1.0)
 """A second candidate scored on the same decisions (``Knobs.challenger``), sharper than the default."""
+MORE_CHALLENGERS = (
+    ModelSpec("gemma-3-4b", "3d9a41f0" + "2" * 56, "Q4_K_M", 5.5, 1.0),
+    ModelSpec("gemma-3-270m", "a5fd3b62" + "0" * 56, "Q8_0", 3.5, 1.0),
+)
+"""Two more candidates (``Knobs.more_challengers``): with ``CHALLENGER``, four candidates on one decision."""
 GOOD_MODELS = (ModelSpec("gemma-3-1b", "7c1e55d0" + "1" * 56, "Q4_K_M", 12.0, 1.0),)
 """One identity, sharp enough to be right on about 98% of the decisions: a candidate that can go."""
 GPU_FLEETS = (Fleet("sagemaker", "cuda", "ml.g6e.xlarge", 25.0, 1.0),)
@@ -134,6 +139,8 @@ class Knobs:
     not_scored: tuple[tuple[str, str, float], ...] = field(default=NOT_SCORED)
     challenger: ModelSpec | None = None
     """Candidate ``challenger``: every decision offered to the default candidate is offered to it too."""
+    more_challengers: tuple[ModelSpec, ...] = ()
+    """Candidates ``challenger-2``, ``challenger-3``...: as ``challenger``, each with its own draws."""
     identity_change: IdentityChange | None = None
     """The default candidate's identity change, if any."""
     production_error_rate: float = 0.0

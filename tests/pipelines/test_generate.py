@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from contracts.records import OUTCOMES, PROPOSALS, STATUSES
@@ -102,3 +103,27 @@ def test_known_properties_of_the_generated_records(records: Records) -> None:
     assert 0.83 < d.outcome.notna().mean() < 0.87
     assert 0.005 < (d.outcome == "review").sum() / d.outcome.notna().sum() < 0.015
     assert records.outcomes.decision_id.duplicated().sum() > 0
+
+
+def test_more_challengers_score_every_decision_the_default_candidate_is_offered(tmp_path: Path) -> None:
+    """Four candidates: each decision has one proposal per candidate, and the first two are as with two."""
+    from pipelines import synth  # noqa: PLC0415
+
+    two = synth.Knobs(challenger=synth.CHALLENGER)
+    four = synth.Knobs(challenger=synth.CHALLENGER, more_challengers=synth.MORE_CHALLENGERS)
+    for name, knobs in (("two", two), ("four", four)):
+        generate(open_root(str(tmp_path / name)), Plan(decisions=2_000, weeks=1, seed=5, knobs=knobs))
+    def proposals(name: str) -> pa.Table:
+        return pa.concat_tables(pq.read_table(f) for f in sorted((tmp_path / name).rglob("*.parquet"))
+                                if f.relative_to(tmp_path / name).parts[0] == "proposals")
+
+    rows = proposals("four").to_pylist()
+    by_candidate: dict[str, set[str]] = {}
+    for row in rows:
+        by_candidate.setdefault(row["candidate"], set()).add(row["decision_id"])
+    assert set(by_candidate) == {"default", "challenger", "challenger-2", "challenger-3"}
+    assert len({frozenset(ids) for ids in by_candidate.values()}) == 1
+    order = [("decision_id", "ascending"), ("candidate", "ascending")]
+    mine = proposals("four")
+    mine = mine.filter(pc.is_in(mine["candidate"], pa.array(["default", "challenger"])))
+    assert mine.sort_by(order).equals(proposals("two").sort_by(order))
