@@ -191,12 +191,23 @@ def build(
                 table, columns = SPENT_AFTER[model.name]
                 for column in columns:  # a misnamed column fails the run rather than stay in memory
                     con.execute(f"alter table {quote_ident(table)} drop column {quote_ident(column)}")
+        except duckdb.OutOfMemoryException as exc:
+            raise PipelinesError(out_of_memory(con, f"model {model.name}")) from exc
         except duckdb.Error as exc:
             raise PipelinesError(f"model {model.name} failed: {exc}") from exc
         seconds[model.name] = time.perf_counter() - started
         if on_step is not None:
             on_step(model)
     return seconds
+
+
+def out_of_memory(con: duckdb.DuckDBPyConnection, step: str) -> str:
+    """One line for a step DuckDB could not fit: the limit, where it spilled, and the settings to change."""
+    ((limit, spill),) = con.sql(
+        "select current_setting('memory_limit'), current_setting('temp_directory')"
+    ).fetchall()
+    return (f"{step} does not fit PIPELINES_MEMORY_LIMIT ({limit}), with what spilled to {spill}: raise "
+            "PIPELINES_MEMORY_LIMIT, or set PIPELINES_THREADS lower (each thread holds its own buffers)")
 
 
 def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None) -> None:
@@ -276,6 +287,8 @@ def run(
         if job.out is not None:
             result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha,
                                           chosen_weeks(job.settings.policies))
+    except duckdb.OutOfMemoryException as exc:
+        raise PipelinesError(out_of_memory(con, "the run")) from exc
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
     return result

@@ -241,3 +241,22 @@ def test_the_output_file_has_the_columns_and_types_of_the_parquet_files(computed
             parquet = db.sql("describe select * from read_parquet($path, hive_partitioning = false)",
                              params={"path": path}).fetchall()
             assert [row[:2] for row in stored] == [row[:2] for row in parquet], mart
+
+
+def test_a_run_that_cannot_fit_the_memory_limit_fails_in_one_line_naming_it(
+    records_root: Path, tmp_path: Path
+) -> None:
+    """A run that cannot fit ``PIPELINES_MEMORY_LIMIT``, spilling included, says so in one line."""
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from semif_shadow.cli import main  # noqa: PLC0415
+
+    result = CliRunner(env={"PIPELINES_MEMORY_LIMIT": "16MB"}).invoke(
+        main, ["pipelines", "run", "--root", str(records_root), "--week", WEEK,
+               "--out", str(tmp_path / "out"), "--as-of", AS_OF.isoformat()])
+    assert result.exit_code == 1
+    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
+    assert "does not fit PIPELINES_MEMORY_LIMIT (15.2 MiB)" in line
+    assert line.endswith(": raise PIPELINES_MEMORY_LIMIT, or set PIPELINES_THREADS lower "
+                         "(each thread holds its own buffers)")
+    assert "Out of Memory" not in result.output  # not DuckDB's advice (several lines of SET statements)
