@@ -16,19 +16,38 @@ multi as (  -- decision types whose decisions more than one candidate scored
     select decision_type from int_segments where is_scored group by all having count(distinct candidate) > 1
 ),
 
-labelled as (
-    select segments.decision_type, segments.model_key, segments.candidate, decisions.week_start,
+ranked as (  -- each candidate of those types numbered by name (a pair is two candidates, a < b)
+    select decision_type, candidate,
+        dense_rank() over (partition by decision_type order by candidate)::smallint as rank,
+        count(*) over (partition by decision_type)::smallint as candidates
+    from (
+        select distinct decision_type, candidate
+        from int_segments
+        where is_scored and candidate is not null and decision_type in (select decision_type from multi)
+    )
+),
+
+sides as (  -- the scored segments of those types with their candidate's rank (integer keys from here on)
+    select segments.segment, segments.all_scope, segments.model_scope, ranked.rank,
+        ranked.rank < ranked.candidates as before_last
+    from int_segments as segments
+    join ranked using (decision_type, candidate)
+    where segments.is_scored
+),
+
+labelled as materialized (  -- read twice; materialized, so that the segments' join stays below the pairs'
+    select sides.all_scope, sides.model_scope, sides.rank, sides.before_last, decisions.week_start,
         decisions.decision_key, decisions.correct,
         case when not decisions.one_hot then decisions.confidence end as confidence
     from int_decisions as decisions
-    join int_segments as segments using (segment)
-    where decisions.labelled and segments.decision_type in (select decision_type from multi)
+    join sides using (segment)
+    where decisions.labelled
 ),
 
-pairs as (
+counted as (  -- a: every candidate but the last, b: every candidate but the first (one row per pair)
     select
-        a.decision_type, a.week_start, a.candidate as candidate_a, b.candidate as candidate_b,
-        coalesce(a.model_key, '*') as model_key_a, coalesce(b.model_key, '*') as model_key_b,
+        a.all_scope, a.week_start, a.rank as rank_a, b.rank as rank_b, a.model_scope as scope_a,
+        b.model_scope as scope_b,
         count(*)::bigint as paired,
         count(*) filter (where a.correct)::bigint as correct_a,
         count(*) filter (where b.correct)::bigint as correct_b,
@@ -42,12 +61,35 @@ pairs as (
         avg((b.confidence - b.correct::int) ** 2) as brier_top_b
     from labelled as a
     join labelled as b
-        on a.decision_key = b.decision_key and a.decision_type = b.decision_type
-        and a.candidate < b.candidate
+        on a.decision_key = b.decision_key and a.all_scope = b.all_scope and a.rank < b.rank
+    where a.before_last and b.rank > 1
     group by grouping sets (
-        (a.decision_type, a.week_start, a.candidate, b.candidate, a.model_key, b.model_key),
-        (a.decision_type, a.week_start, a.candidate, b.candidate)
+        (a.all_scope, a.week_start, a.rank, b.rank, a.model_scope, b.model_scope),
+        (a.all_scope, a.week_start, a.rank, b.rank)
     )
+),
+
+types as (
+    select distinct all_scope, decision_type from int_segments
+),
+
+keys as (
+    select distinct model_scope, model_key from int_segments
+),
+
+pairs as (  -- named: the type, both candidates and model keys ('*': over every identity of the two)
+    select
+        types.decision_type, counted.week_start, a.candidate as candidate_a, b.candidate as candidate_b,
+        coalesce(key_a.model_key, '*') as model_key_a, coalesce(key_b.model_key, '*') as model_key_b,
+        counted.paired, counted.correct_a, counted.correct_b, counted.both_correct, counted.only_a,
+        counted.only_b, counted.neither, counted.mean_confidence_a, counted.mean_confidence_b,
+        counted.brier_top_a, counted.brier_top_b
+    from counted
+    join types using (all_scope)
+    join ranked as a on a.decision_type = types.decision_type and a.rank = counted.rank_a
+    join ranked as b on b.decision_type = types.decision_type and b.rank = counted.rank_b
+    left join keys as key_a on key_a.model_scope = counted.scope_a
+    left join keys as key_b on key_b.model_scope = counted.scope_b
 ),
 
 usage as (
