@@ -27,29 +27,33 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("intermediate", "int_segment_weeks"),
     ("intermediate", "int_segments"),
     ("intermediate", "int_scopes"),
+    # every model reading int_decisions comes first, the widest columns' readers earliest (SPENT_AFTER)
     ("marts", "latency"),
     ("marts", "label_delay"),
     ("intermediate", "int_segment_week_cost"),
+    ("marts", "paired"),
+    ("intermediate", "int_audited"),
     ("intermediate", "int_cube"),
+    ("marts", "classwise_calibration"),
+    ("intermediate", "int_flagged"),
+    ("marts", "severe_errors"),
+    ("marts", "gallery"),
+    ("intermediate", "int_calibration_labelled"),
+    ("marts", "funnel"),
+    ("marts", "funnel_reasons"),
     ("intermediate", "int_reference_window"),
+    ("marts", "drift_confidence"),
     ("intermediate", "int_cube_scoped"),
     ("intermediate", "int_label_rates"),
-    ("intermediate", "int_calibration_labelled"),
     ("intermediate", "int_calibration_buckets"),
     ("intermediate", "int_calibration_edges"),
     ("intermediate", "int_calibration_binned"),
-    ("marts", "funnel"),
-    ("marts", "funnel_reasons"),
     ("marts", "confusion"),
     ("marts", "per_option"),
-    ("marts", "severe_errors"),
-    ("marts", "gallery"),
     ("marts", "agreement"),
     ("marts", "reliability"),
     ("marts", "ece_bootstrap"),
-    ("marts", "classwise_calibration"),
     ("marts", "calibration"),
-    ("marts", "drift_confidence"),
     ("marts", "drift_mix"),
     ("marts", "drift"),
     ("marts", "thresholds"),
@@ -59,9 +63,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("marts", "evidence"),
     ("marts", "identities"),
     ("marts", "identity_changes"),
-    ("marts", "paired"),
     ("marts", "cost"),
-    ("intermediate", "int_audited"),
     ("intermediate", "int_audit_pairs"),
     ("marts", "audit_strata"),
     ("intermediate", "int_audit_estimates"),
@@ -83,13 +85,19 @@ again (``stg_audits``: the outcomes, 52 ms a read at 1M decisions, for the 1.6% 
 
 SPENT_AFTER: dict[str, tuple[str, tuple[str, ...]]] = {
     "latency": ("int_decisions", ("scorer_ms", "total_ms", "prompt_tokens", "cached_tokens")),
-    "gallery": ("int_decisions", ("state",)),
     "label_delay": ("int_decisions", ("outcome_delay_us", "outcome_source")),
+    "int_audited": ("int_decisions", ("decision_key",)),
+    "classwise_calibration": ("int_decisions", ("probabilities",)),
+    "int_flagged": ("int_decisions", ("decision_id", "state", "received_at", "outcome_other",
+                                      "proposal_other")),
+    "int_calibration_labelled": ("int_decisions", ("block",)),
+    "funnel": ("int_decisions", ("sampled", "joined", "outcome_pos")),
 }
 """Columns no model after the named one reads: ``{model: (table, columns)}``. The DuckDB runner drops them
-once that model is built, so they stop holding memory (24 bytes a decision; at 10M decisions with two
-candidates the decision table outgrows the default 2 GB ``memory_limit``, and what is kept past it is
-spilled and read back by the later models)."""
+once that model is built, so they stop holding memory: every reader of ``int_decisions`` comes right after
+it in ``ORDER``, the widest columns' first (at 10M decisions with two candidates the table is about 3 GB
+when built and about 0.6 GB once its readers are done; what does not fit ``memory_limit`` is spilled and
+read back by those readers). What ``queries/policy_replay.sql`` and the checks read after a run stays."""
 
 WINDOW_VARIABLES = ("read_start", "read_end", "as_of")
 """DuckDB variables holding the window's instants, copied from ``run_params``. The staging models filter the

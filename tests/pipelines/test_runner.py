@@ -174,7 +174,11 @@ def test_spent_columns_are_dropped_once_their_last_reader_is_built(computed: Com
     for table, columns in SPENT_AFTER.values():
         assert not set(columns) & set(computed.con.table(table).columns)
     kept = set(computed.con.table("int_decisions").columns)
-    assert {"segment", "received_at", "decision_key", "probabilities", "confidence"} <= kept
+    assert kept == {"segment", "week_start", "is_scored", "labelled", "proposal_pos", "confidence", "one_hot",
+                    "correct"}
+    readers = [m for m in load_models() if "int_decisions" in m.sql]
+    last = max(i for i, m in enumerate(load_models()) if m in readers)
+    assert all(name in {m.name for m in load_models()[:last + 1]} for name in SPENT_AFTER)
 
 
 def test_a_file_off_the_schema_fails_the_run_naming_file_and_column(

@@ -1,29 +1,11 @@
 -- The disagreement gallery: per decision type, week and model key, the labelled decisions whose proposal
--- differs from production's outcome at `severe_confidence` or above (the ones `int_decisions` keeps the id
--- of): the 25 most confident severe errors (a high-consequence option proposed) and the 25 most confident
+-- differs from production's outcome at `severe_confidence` or above (`int_flagged`: the ones
+-- `int_decisions` keeps the id of): the 25 most confident severe errors (a high-consequence option proposed) and the 25 most confident
 -- other disagreements, numbered by `rank` (severe first, then by confidence). `state` is the decision's state as the sidecar stored it: redacted as the catalog
 -- says before it was persisted (removed fields absent, hashed ones `hmac-sha256:<hex>`), null where the
 -- decision type does not store states.
-with decisions as (
-    select
-        decisions.decision_id, segments.decision_type, decisions.week_start, segments.model_key,
-        coalesce(segments.option_ids[decisions.proposal_pos], decisions.proposal_other) as proposal,
-        coalesce(segments.option_ids[decisions.outcome_pos], decisions.outcome_other) as outcome,
-        decisions.confidence, decisions.received_at, decisions.state
-    from int_decisions as decisions
-    join int_segments as segments using (segment)
-    where decisions.decision_id is not null
-),
-
-catalog as (
-    select distinct decision_type, option_id from cfg_high_consequence
-),
-
-flagged as (
-    select decisions.*, catalog.option_id is not null as severe
-    from decisions
-    left join catalog
-        on catalog.decision_type = decisions.decision_type and catalog.option_id = decisions.proposal
+with flagged as (
+    select * from int_flagged
 ),
 
 kept as (  -- the most confident of each kind

@@ -8,7 +8,7 @@
 -- outcomes; a decision scored by several candidates counts once, from its earliest receipt), the target
 -- weeks' only (the reference weeks before them are not written).
 with params as (
-    select maturity_lag_days, reference_weeks, read_start::date as read_start_day from run_params
+    select maturity_lag_days from run_params
 ),
 
 types as (  -- each segment's decision type as a small number (fixed-width group keys below), and whether
@@ -24,14 +24,16 @@ types as (  -- each segment's decision type as a small number (fixed-width group
     ) as candidates using (decision_type)
 ),
 
+targets as (  -- the first target week: the window's start after its reference weeks
+    select read_start::date - to_days(-7 * reference_weeks) as first_week from run_params
+),
+
 labelled as not materialized (
     select types.type_id, types.shared, decisions.decision_key, decisions.week_start,
         decisions.outcome_source as source, decisions.outcome_delay_us as delay_us
     from int_decisions as decisions
     join types using (segment)
-    cross join params
-    where decisions.joined
-        and decisions.week_start - to_days(7 * params.reference_weeks) >= params.read_start_day
+    where decisions.joined and decisions.week_start >= (select first_week from targets)
 ),
 
 firsts as (

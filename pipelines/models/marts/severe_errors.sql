@@ -1,15 +1,9 @@
 -- Confident wrong proposals on options the catalog marks high-consequence, one row per decision.
--- `int_decisions` keeps the decision id exactly for labelled, wrong proposals at `severe_confidence` or above.
+-- `int_decisions` keeps the decision id exactly for labelled, wrong proposals at `severe_confidence` or above
+-- (`int_flagged`, named).
 with labelled as (
-    select
-        decisions.decision_id, segments.decision_type, decisions.week_start, segments.model_key,
-        coalesce(segments.option_ids[decisions.proposal_pos], decisions.proposal_other) as proposal,
-        decisions.confidence,
-        coalesce(segments.option_ids[decisions.outcome_pos], decisions.outcome_other) as outcome,
-        decisions.received_at
-    from int_decisions as decisions
-    join int_segments as segments using (segment)
-    where decisions.decision_id is not null
+    select decision_id, decision_type, week_start, model_key, proposal, confidence, outcome, received_at
+    from int_flagged
 ),
 
 params as (
