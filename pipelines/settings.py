@@ -74,7 +74,9 @@ class PipelineSettings(BaseSettings):
     prices_file: Path = Field(default=PRICES_FILE, description="dated price table (YAML)")
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint override (moto, MinIO)")
     s3_region: str = Field(default="us-east-1", description="S3 region")
-    memory_limit: str = Field(default="2GB", description="DuckDB memory_limit")
+    memory_limit: str = Field(
+        default="1GB", description="DuckDB memory_limit: what its tables and joins hold; the rest is spilled"
+    )
     temp_directory: Path | None = Field(default=None, description="where DuckDB spills beyond memory_limit")
     threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")
 

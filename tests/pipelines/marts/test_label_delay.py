@@ -1,11 +1,11 @@
 """label_delay mart: each decision's first outcome report, counted once, against a pandas reference.
 
-Generated decisions scored by one candidate, and by two (most decisions then have two rows), with extra
-rows written beside the generated ones: an earlier report from the proxy for some decisions (the first
-report and its source count, not the latest), the same instant from both sources for others (the first
-by name) and an audit before any report (never counted); with two candidates also a second, later row of
-some decisions (the earliest receipt counts). The reference reads the files with pyarrow and computes
-every quantile with numpy (linear interpolation, as ``quantile_cont``).
+Generated decisions scored by one candidate, by two and by four (most decisions then have a row each),
+with extra rows written beside the generated ones: an earlier report from the proxy for some decisions
+(the first report and its source count, not the latest), the same instant from both sources for others
+(the first by name) and an audit before any report (never counted); with several candidates also a
+second, later row of some decisions (the earliest receipt counts). The reference reads the files with
+pyarrow and computes every quantile with numpy (linear interpolation, as ``quantile_cont``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ PLANS = {
         decisions=6_000, weeks=2, drift_week=None, seed=21, knobs=synth.Knobs(challenger=synth.CHALLENGER)
     ),
     "one candidate": Plan(decisions=6_000, weeks=2, drift_week=None, seed=22),
+    "four candidates": Plan(decisions=3_000, weeks=2, drift_week=None, seed=23, knobs=synth.Knobs(
+        challenger=synth.CHALLENGER, more_challengers=synth.MORE_CHALLENGERS)),
 }
 FIRST, LAST = "2026-W44", "2026-W45"
 WRITER = "gen-0009"
@@ -80,7 +82,7 @@ def computed(
     """The records with the added rows, and every mart over them."""
     root = tmp_path_factory.mktemp("label_delay_records")
     generate(open_root(str(root)), PLANS[request.param])
-    add_rows(root, later_rows=request.param == "two candidates")
+    add_rows(root, later_rows=request.param != "one candidate")
     run = run_window(root, None, first=FIRST, last=LAST)
     yield run, root
     run.con.close()

@@ -9,9 +9,15 @@ import pytest
 from scipy.stats import norm
 from statsmodels.stats.contingency_tables import mcnemar
 
-from tests.pipelines.harness import Computed, mart
+from pipelines import synth
+from pipelines.generate import Plan, generate
+from pipelines.storage import open_root
+from tests.pipelines.harness import AS_OF, Computed, mart, run_window
+from tests.pipelines.reference import load_records
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from tests.pipelines.reference import Records
@@ -40,9 +46,30 @@ def test_paired_matches_numpy_scipy_and_statsmodels(ab_computed: Computed, ab_re
     rows = mart(ab_computed, "paired")
     assert {(r["candidate_a"], r["candidate_b"]) for r in rows} == {("challenger", "default")}
     assert sum(r["model_key_a"] == "*" for r in rows) == 4
+    check_pairs(rows, ab_records)
+
+
+def test_four_candidates_are_six_pairs_each_equal_to_the_reference(tmp_path: Path) -> None:
+    """With four candidates every two of them (by name) are a pair, each equal to the reference."""
+    knobs = synth.Knobs(challenger=synth.CHALLENGER, more_challengers=synth.MORE_CHALLENGERS)
+    generate(open_root(str(tmp_path)), Plan(decisions=4_000, weeks=1, drift_week=None, seed=29, knobs=knobs))
+    run = run_window(tmp_path, None, first="2026-W44", last="2026-W44")
+    try:
+        rows = [r for r in mart(run, "paired") if r["week"] == "2026-W44"]
+    finally:
+        run.con.close()
+    names = sorted(["default", "challenger", "challenger-2", "challenger-3"])
+    pairs = {(a, b) for i, a in enumerate(names) for b in names[i + 1:]}
+    assert {(r["candidate_a"], r["candidate_b"]) for r in rows} == pairs
+    assert sum(r["model_key_a"] == "*" for r in rows) == 2 * len(pairs)  # two decision types
+    check_pairs(rows, load_records(tmp_path, AS_OF))
+
+
+def check_pairs(rows: list[dict[str, object]], records: Records) -> None:
+    """Each row of the paired mart against numpy, scipy and statsmodels on the records."""
     z = norm.ppf(0.975)
     for row in rows:
-        both = pairs_of(ab_records, row)
+        both = pairs_of(records, row)
         a = (both.proposal_a == both.outcome_a).to_numpy(int)
         b = (both.proposal_b == both.outcome_b).to_numpy(int)
         d = b - a
