@@ -53,8 +53,6 @@ class TypeWeek:
     """Production's outcome."""
     p: np.ndarray
     """Probabilities per decision and option; the proposal is the row's argmax."""
-    labelled: np.ndarray | None = None
-    """Which decisions get production's outcome (None: every one)."""
 
 
 def write_type_week(root: str, tw: TypeWeek, rng: np.random.Generator) -> None:
@@ -74,14 +72,11 @@ def write_type_week(root: str, tw: TypeWeek, rng: np.random.Generator) -> None:
     date = (monday + dt.timedelta(days=2)).isoformat()
     write_whole(store, store.join("proposals", f"decision_type={tw.name}", f"date={date}"),
                 f"{WRITER}-{tw.week:04d}.parquet", table)
-    keep = np.ones(n, bool) if tw.labelled is None else tw.labelled
-    m = int(keep.sum())
     outcomes = pa.Table.from_pydict({
-        "record_version": pa.array(np.full(m, RECORD_VERSION, np.int16)), "decision_id": ids.filter(keep),
-        "decision_type": pa.array([tw.name] * m),
-        "outcome": pa.array(OPTIONS).take(pa.array(tw.production[keep])),
-        "outcome_at": pa.array(received[keep] + OUTCOME_DELAY_US).cast(TS), "source": pa.array(["api"] * m),
-        "writer_id": pa.array([WRITER] * m), "in_options": pa.array(np.ones(m, bool)),
-        "auditor": pa.nulls(m, pa.string()), "audit_sample": pa.nulls(m, pa.string())}, schema=OUTCOMES)
+        "record_version": pa.array(np.full(n, RECORD_VERSION, np.int16)), "decision_id": ids,
+        "decision_type": pa.array([tw.name] * n), "outcome": pa.array(OPTIONS).take(pa.array(tw.production)),
+        "outcome_at": pa.array(received + OUTCOME_DELAY_US).cast(TS), "source": pa.array(["api"] * n),
+        "writer_id": pa.array([WRITER] * n), "in_options": pa.array(np.ones(n, bool)),
+        "auditor": pa.nulls(n, pa.string()), "audit_sample": pa.nulls(n, pa.string())}, schema=OUTCOMES)
     write_whole(store, store.join("outcomes", f"decision_type={tw.name}", f"date={date}"),
                 f"{WRITER}-{tw.week:04d}.parquet", outcomes)

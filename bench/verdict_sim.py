@@ -76,8 +76,6 @@ class Result:
     precision_passed: np.ndarray
     ledger: np.ndarray
     """(types, weeks, 2): the ledger's accepted correct and accepted labelled at the look."""
-    truth: np.ndarray
-    """(types, weeks + 1, 2): the candidate's correct and total decisions per week (week 0 included)."""
     thresholds: list[dict[str, int | None]] = field(default_factory=list)
     """Per type: the policy's grid index per option (None: never accepted)."""
     held_back: Counter[str] = field(default_factory=Counter)
@@ -113,12 +111,11 @@ def draw(setup: Setup, week: int, t: int) -> tuple[TypeWeek, np.random.Generator
     return TypeWeek(type_name(t), week, first, truth, truth, p), rng
 
 
-def write_week(root: Path, setup: Setup, week: int, result: Result) -> None:
-    """Every type's records of one week; the truth's counts kept for the reference."""
+def write_week(root: Path, setup: Setup, week: int) -> None:
+    """Every type's records of one week."""
     for t in range(setup.types):
         tw, rng = draw(setup, week, t)
         write_type_week(str(root), tw, rng)
-        result.truth[t, week] = (int((tw.p.argmax(axis=1) == tw.production).sum()), len(tw.truth))
 
 
 def as_of(week: int) -> str:
@@ -176,13 +173,12 @@ def simulate(setup: Setup, folder: Path) -> Result:
         decisions=np.full((setup.types, setup.weeks), "", dtype=object),
         precision_passed=np.zeros((setup.types, setup.weeks), bool),
         ledger=np.zeros((setup.types, setup.weeks, 2), np.int64),
-        truth=np.zeros((setup.types, setup.weeks + 1, 2), np.int64),
     )
-    write_week(root, setup, 0, result)
+    write_week(root, setup, 0)
     policies = choose_policies(root, setup, folder / "policies", result)
     for week in range(1, setup.weeks + 1):
         started = time.perf_counter()
-        write_week(root, setup, week, result)
+        write_week(root, setup, week)
         result.spent("write", started)
         started = time.perf_counter()
         invoke(["pipelines", "run", "--root", str(root), "--week", week_label(week), "--out", str(out),

@@ -34,7 +34,7 @@ from contracts.audit_samples import AUDIT_SAMPLES, STRATUM_AGREE, STRATUM_DISAGR
 from contracts.records import COMPRESSION
 from pipelines.errors import NoInput
 from pipelines.source import WindowFiles, list_files
-from pipelines.sqlmodels import load_model, quote_ident
+from pipelines.sqlmodels import WINDOW_VARIABLES, load_model, quote_ident
 from pipelines.weeks import as_utc, parse_week
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def population(root: Root, week: str, decision_type: str, as_of: dt.datetime | N
     try:
         con.execute("set TimeZone = 'UTC'")
         files.register(con)
-        for name, value in (("read_start", start), ("read_end", end), ("as_of", as_of)):
+        for name, value in zip(WINDOW_VARIABLES, (start, end, as_of), strict=True):
             con.execute(f"set variable {quote_ident(name)} = $value::timestamptz", {"value": value})
         con.execute(load_model("stg_outcomes").create_statement())
         return con.sql(POPULATION_SQL, params={"type": decision_type}).to_arrow_table()

@@ -107,6 +107,8 @@ def generate(root: Root, plan: Plan, truths: list[np.ndarray] | None = None) -> 
     ``truths`` receives each chunk's true option indices in decision-id order (for ``generate_audits.py``).
     """
     counts = {"proposals": 0, "outcomes": 0, "files": 0}
+    challengers = [*([] if plan.knobs.challenger is None else [plan.knobs.challenger]),
+                   *plan.knobs.more_challengers]
     for chunk in chunks(plan):
         part = [chunk.part] if chunk.part else []  # a first part draws what the whole week did before parts
         seed = [plan.seed, chunk.week, plan.knobs.types.index(chunk.spec), *part]
@@ -114,8 +116,7 @@ def generate(root: Root, plan: Plan, truths: list[np.ndarray] | None = None) -> 
         drifted = chunk.week == plan.drift_week
         proposals, outcomes, draws = draw_chunk(rng, chunk, plan.knobs, drifted)
         counts["files"] += write_partitioned(root, "proposals", proposals, "received_at", chunk)
-        challengers = [] if plan.knobs.challenger is None else [plan.knobs.challenger]
-        for n, spec in enumerate([*challengers, *plan.knobs.more_challengers]):
+        for n, spec in enumerate(challengers):
             challenger = challenger_proposals(rng, chunk, plan.knobs, draws, spec,
                                               CHALLENGER if n == 0 else f"{CHALLENGER}-{n + 1}")
             counts["files"] += write_partitioned(root, "proposals", challenger, "received_at", chunk,

@@ -151,9 +151,13 @@ def load_models() -> list[Model]:
     return [load_model(name) for _, name in ORDER]
 
 
+LAYER_OF = {model: layer for layer, model in ORDER}
+"""Each model's layer (its folder under ``models/``)."""
+
+
 def load_model(name: str) -> Model:
     """One model by name, read from the package's ``models/`` folder (``KeyError`` if there is none)."""
-    layer = {model: layer for layer, model in ORDER}[name]
+    layer = LAYER_OF[name]
     path = resources.files("pipelines") / "models" / layer / f"{name}.sql"
     return Model(layer, name, path.read_text(encoding="utf-8").strip())
 

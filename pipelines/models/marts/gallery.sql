@@ -1,7 +1,8 @@
 -- The disagreement gallery: per decision type, week and model key, the labelled decisions whose proposal
 -- differs from production's outcome at `severe_confidence` or above (`int_flagged`: the ones
--- `int_decisions` keeps the id of): the 25 most confident severe errors (a high-consequence option proposed) and the 25 most confident
--- other disagreements, numbered by `rank` (severe first, then by confidence). `state` is the decision's state as the sidecar stored it: redacted as the catalog
+-- `int_decisions` keeps the id of): the 25 most confident severe errors (a high-consequence option
+-- proposed) and the 25 most confident other disagreements, numbered by `rank` (severe first, then by
+-- confidence). `state` is the decision's state as the sidecar stored it: redacted as the catalog
 -- says before it was persisted (removed fields absent, hashed ones `hmac-sha256:<hex>`), null where the
 -- decision type does not store states.
 with flagged as (
