@@ -116,3 +116,17 @@ GRAIN = {
     "auditor_disagreements": ("decision_type", "week_start", "sample_id", "decision_id"),
 }
 """Mart -> the columns that key one row (`tests/pipelines/test_mart_contracts.py` checks each mart)."""
+
+
+def write_catalog(path: Path, marked: dict[str, list[str]]) -> Path:
+    """A sidecar catalog of the generator's decision types, with ``marked`` options high-consequence."""
+    lines = ["version: 1", "decision_types:"]
+    for spec in synth.DEFAULT_TYPES:
+        lines += [f"  {spec.name}:", "    question: Which one?", "    options:"]
+        lines += [
+            f"      - {{id: {o}, text: {o}, high_consequence: {str(o in marked.get(spec.name, [])).lower()}}}"
+            for o in spec.options
+        ]
+        lines += ["    scorer: {backend: local}", '    experiment_ends_at: "2027-03-31T00:00:00Z"']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

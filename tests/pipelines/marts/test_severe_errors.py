@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipelines.settings import PipelineSettings, high_consequence_options
-from pipelines.synth import DEFAULT_TYPES
-from tests.pipelines.harness import Computed, mart, run_window
+from tests.pipelines.harness import Computed, mart, run_window, write_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,20 +34,6 @@ def test_severe_errors_are_confident_wrong_high_consequence_proposals(
     assert len(got) > 0
     total = sum(r["severe_errors"] for r in mart(computed, "agreement") if r["model_key"] == "*")
     assert total == len(expected)
-
-
-def write_catalog(path: Path, marked: dict[str, list[str]]) -> Path:
-    """A sidecar catalog of the generator's decision types, with ``marked`` options high-consequence."""
-    lines = ["version: 1", "decision_types:"]
-    for spec in DEFAULT_TYPES:
-        lines += [f"  {spec.name}:", "    question: Which one?", "    options:"]
-        lines += [
-            f"      - {{id: {o}, text: {o}, high_consequence: {str(o in marked.get(spec.name, [])).lower()}}}"
-            for o in spec.options
-        ]
-        lines += ["    scorer: {backend: local}", '    experiment_ends_at: "2027-03-31T00:00:00Z"']
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def test_severe_errors_follow_the_catalogs_high_consequence_marks(records_root: Path, tmp_path: Path) -> None:
