@@ -194,12 +194,13 @@ def paired_gap(duck_out: Path, pandas_out: Path) -> str:
     import pandas as pd  # noqa: PLC0415
 
     with duckdb.connect(str(duck_out / "pipelines.duckdb"), read_only=True) as db:
-        duck = db.sql("select decision_type, week_start as week, model_key_a, model_key_b, paired, "
-                      "difference, difference_low, difference_high, mcnemar_p from paired").df()
+        duck = db.sql("select decision_type, week_start as week, candidate_a, candidate_b, model_key_a, "
+                      "model_key_b, paired, difference, difference_low, difference_high, mcnemar_p "
+                      "from paired").df()
     ref = pd.read_parquet(pandas_out / "paired.parquet")
     ref["week"] = pd.to_datetime(ref.week.astype(str))
     duck["week"] = pd.to_datetime(duck.week)
-    keys = ["decision_type", "week", "model_key_a", "model_key_b"]
+    keys = ["decision_type", "week", "candidate_a", "candidate_b", "model_key_a", "model_key_b"]
     both = duck.merge(ref, on=keys, suffixes=("", "_ref"))
     gap = max((both[c] - both[f"{c}_ref"]).abs().max()
               for c in ("paired", "difference", "difference_low", "difference_high", "mcnemar_p"))
