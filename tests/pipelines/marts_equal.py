@@ -41,7 +41,12 @@ def differences(left: pa.Table, right: pa.Table) -> list[str]:
     return found
 
 
+def mart_files(out: Path) -> list[Path]:
+    """Every mart file (``<mart>/week=<W>/part-0.parquet``) under a run's output folder, relative to it."""
+    return sorted(p.relative_to(out) for p in out.rglob("part-0.parquet"))
+
+
 def unequal_marts(left: Path, right: Path) -> dict[str, list[str]]:
     """Each ``part-0.parquet`` under ``left`` whose rows differ from ``right``'s (same relative path)."""
-    files = sorted(p.relative_to(left) for p in left.rglob("part-0.parquet"))
-    return {str(f): d for f in files if (d := differences(sorted_rows(left / f), sorted_rows(right / f)))}
+    return {str(f): d for f in mart_files(left)
+            if (d := differences(sorted_rows(left / f), sorted_rows(right / f)))}

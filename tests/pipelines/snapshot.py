@@ -32,6 +32,7 @@ from pipelines.generate import Plan
 from pipelines.generate_audits import generate_audited
 from pipelines.storage import open_root
 from tests.pipelines.harness import write_catalog
+from tests.pipelines.marts_equal import mart_files
 
 HERE = Path(__file__).resolve().parent
 SNAPSHOT = HERE / "snapshot"
@@ -62,11 +63,6 @@ def records(folder: Path) -> Path:
     return folder
 
 
-def catalog(path: Path) -> Path:
-    """A sidecar catalog of the generated decision types with ``HIGH_CONSEQUENCE`` marked."""
-    return write_catalog(path, HIGH_CONSEQUENCE)
-
-
 def cli(tree: Path | None, *args: str) -> str:
     """``semif-shadow ARGS`` in a fresh process, with ``tree``'s packages first on the path when given."""
     env = {**os.environ, **ENV}
@@ -89,7 +85,7 @@ def inputs(folder: Path) -> list[Path]:
 def write_inputs(root: Path, folder: Path) -> None:
     """The catalog, and each policy chosen on ``POLICY_WEEK`` with this checkout's models."""
     folder.mkdir(parents=True, exist_ok=True)
-    catalog(folder / "catalog.yaml")
+    write_catalog(folder / "catalog.yaml", HIGH_CONSEQUENCE)
     for decision_type, candidate, identity in POLICIES:
         cli(None, "pipelines", "policy", "choose", "--root", str(root), "--week", POLICY_WEEK,
             "--type", decision_type, "--candidate", candidate, "--identity", identity,
@@ -104,11 +100,6 @@ def run(tree: Path | None, root: Path, out: Path, given: Path) -> None:
         *(a for p in policies for a in ("--policy", str(p))))
 
 
-def marts(out: Path) -> list[Path]:
-    """Every mart file under a run's output folder, relative to it."""
-    return sorted(p.relative_to(out) for p in out.rglob("part-0.parquet"))
-
-
 def write(tree: Path | None) -> None:
     """Replace ``SNAPSHOT`` with ``tree``'s marts (this checkout's when ``None``) on fresh inputs."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,10 +109,10 @@ def write(tree: Path | None) -> None:
         run(tree, root, out, given)
         shutil.rmtree(SNAPSHOT, ignore_errors=True)
         shutil.copytree(given, SNAPSHOT / "inputs")
-        for file in marts(out):
+        for file in mart_files(out):
             (SNAPSHOT / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(out / file, SNAPSHOT / file)
-    sys.stderr.write(f"{SNAPSHOT}: {len(marts(SNAPSHOT))} mart files\n")
+    sys.stderr.write(f"{SNAPSHOT}: {len(mart_files(SNAPSHOT))} mart files\n")
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from semif_shadow.cli import main
-from tests.pipelines.marts_equal import unequal_marts
+from tests.pipelines.marts_equal import mart_files, unequal_marts
 from tests.pipelines.one_hot import add_one_hot_rows
 
 if TYPE_CHECKING:
@@ -114,8 +114,8 @@ def test_every_mart_is_equal_on_both_engines(engines: Engines) -> None:
     Same files, same rows, counts exact, floats within 1e-9 relative, for every mart and target week.
     """
     duck, spark_out = engines.duckdb, engines.spark
-    files = sorted(p.relative_to(duck) for p in duck.rglob("part-0.parquet"))
-    assert files == sorted(p.relative_to(spark_out) for p in spark_out.rglob("part-0.parquet"))
+    files = mart_files(duck)
+    assert files == mart_files(spark_out)
     assert {f.parts[0] for f in files} == set(mart_names())
     unequal = unequal_marts(duck, spark_out)
     assert not unequal, unequal

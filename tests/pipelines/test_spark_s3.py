@@ -26,7 +26,7 @@ from pipelines.generate import Plan, generate
 from pipelines.sqlmodels import mart_names
 from pipelines.storage import open_root
 from semif_shadow.cli import main
-from tests.pipelines.marts_equal import unequal_marts
+from tests.pipelines.marts_equal import mart_files, unequal_marts
 
 if TYPE_CHECKING:
     from tests.harness import MotoServer
@@ -95,8 +95,7 @@ def test_spark_submit_reads_records_in_s3_and_equals_duckdb(moto: MotoServer, tm
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-6000:]
     assert f"in {len(mart_names())} marts under {tmp_path / 'spark'}" in ran.stdout
 
-    files = {side: sorted(p.relative_to(tmp_path / side) for p in (tmp_path / side).rglob("part-0.parquet"))
-             for side in ("duckdb", "spark")}
+    files = {side: mart_files(tmp_path / side) for side in ("duckdb", "spark")}
     assert files["spark"] == files["duckdb"]
     assert {f.parts[0] for f in files["spark"]} == set(mart_names())
     unequal = unequal_marts(tmp_path / "duckdb", tmp_path / "spark")
