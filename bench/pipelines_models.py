@@ -3,7 +3,8 @@
 Runs exactly what `bench/pipelines.py` times (`pipelines run --since 2026-W44 --until 2026-W48` on data
 that `bench/pipelines.py` generated), but measures after each step: wall seconds, CPU seconds of the
 process (user + system, every DuckDB thread), its RSS and peak RSS, and the memory DuckDB's buffer manager
-holds. Imports are a step of their own. Rows are in build order; the last line is the whole process.
+holds. Imports are a step of their own. Rows are in build order; a model built in several passes (the decision
+types grouped by `PIPELINES_PASS_MB`) is one row, its passes summed; the last line is the whole process.
 
     .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd
 
@@ -86,6 +87,21 @@ def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], set
         step("write")
 
 
+Row = tuple[str, float, float, int, int, int]
+
+
+def merged(rows: list[Row]) -> list[Row]:
+    """One row per step, in first-build order.
+
+    A model built in several passes sums its seconds and shows the memory after its last build.
+    """
+    out: dict[str, Row] = {}
+    for name, wall, cpu, rss, peak, buffers in rows:
+        before = out.get(name, (name, 0.0, 0.0, 0, 0, 0))
+        out[name] = (name, before[1] + wall, before[2] + cpu, rss, peak, buffers)
+    return list(out.values())
+
+
 def main() -> None:
     """Run the job once and print one row per step."""
     parser = argparse.ArgumentParser(
@@ -107,7 +123,7 @@ def main() -> None:
     from pipelines.storage import open_root  # noqa: PLC0415
     from pipelines.weeks import window  # noqa: PLC0415
 
-    rows: list[tuple[str, float, float, int, int, int]] = []
+    rows: list[Row] = []
     mark = [began_wall, began_cpu]
     con = None
 
@@ -128,12 +144,17 @@ def main() -> None:
     files = register_window(con, open_root(str(args.root)), span.read_start, span.read_end, span.as_of)
     step("(connect, register)")
     models = variant(load_models(), args.models, args.after)
-    runner.build(con, models, lambda model: step(model.name), files)
-    runner.check_segments(con)
+    if hasattr(runner, "build_passes"):  # trees that group the decision types into passes
+        passes = files.passes(settings.pass_mb * 2**20)
+        print(f"passes: {passes}")
+        runner.build_passes(con, models, files, passes, lambda model: step(model.name))
+    else:
+        runner.build(con, models, lambda model: step(model.name), files)
+        runner.check_segments(con)
     with tempfile.TemporaryDirectory() as out:
         write_marts(con, Path(out), span, step, settings)
     print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")
-    for name, wall, cpu, rss, peak, buffers in rows:
+    for name, wall, cpu, rss, peak, buffers in merged(rows):
         print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {rss:>8} {peak:>9} {buffers:>11}")
     total_cpu = cpu_seconds() - began_cpu
     print(f"{'(process)':<26} {time.perf_counter() - began_wall:>7.2f} {total_cpu:>7.2f} {rss_mib()[0]:>8} "

@@ -1,9 +1,11 @@
 """Run the models for a window of weeks and write each target week's marts (Parquet and a DuckDB file).
 
 Phases, in the order `run` takes them: ``connect`` (unless a connection is handed in) -> ``bind_config``
-(``run_params``, the ``cfg_*`` tables, the window variables) -> ``register_window`` (source.py: list,
-check and register the raw relations) -> ``build`` (every model in order; ``int_decisions`` one decision
-type at a time) -> ``check_segments`` -> ``write_marts`` (output.py, only with an output folder).
+(bind.py: ``run_params``, the ``cfg_*`` tables, the window variables) -> ``register_window`` (source.py:
+list, check and register the raw relations) -> ``build_passes`` (the decision types grouped into passes
+of at most ``PIPELINES_PASS_MB`` of proposals; per pass ``build``, every model in order with
+``int_decisions`` one type at a time, then ``check_segments``; the marts united) -> ``write_marts``
+(output.py, only with an output folder).
 Every step is deterministic (ordered ties, hash-seeded bootstrap), and a week's outputs are replaced
 whole, so rerunning a week gives the same result unless late outcomes arrived in between.
 """
@@ -19,14 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-from scipy.special import ndtri
 
+from pipelines.bind import bind_config
 from pipelines.errors import PipelinesError
-from pipelines.ledger import carry, chosen_weeks, policy_rows
+from pipelines.ledger import carry, chosen_weeks
 from pipelines.output import write_marts
-from pipelines.settings import high_consequence_options
 from pipelines.source import register_window
-from pipelines.sqlmodels import SPENT_AFTER, Model, load_models, quote_ident, window_variable_statements
+from pipelines.sqlmodels import SPENT_AFTER, Model, load_models, quote_ident
 from pipelines.udfs import register_udfs
 
 if TYPE_CHECKING:
@@ -40,12 +41,6 @@ if TYPE_CHECKING:
 
 BUILT_BY_TYPE = "int_decisions"
 """The model built one decision type at a time (proposals and outcomes join on decision id and type)."""
-
-IDENTITY_SETTLE_MINUTES = 60
-"""Identities first seen this long after their candidate and fleet started are changes (identity_changes)."""
-PSI_RESOLUTION = 1000
-PSI_FLOOR = 1e-4
-
 
 @dataclass
 class RunResult:
@@ -74,97 +69,6 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
         con.execute("set threads = $threads", {"threads": settings.threads})
     register_udfs(con)
     return con
-
-
-PARAMETER_TYPES = {
-    "read_start": "timestamptz",
-    "read_end": "timestamptz",
-    "as_of": "timestamptz",
-    "bootstrap_level": "double",
-    "precision_target": "double",
-    "alpha": "double",
-    "severe_confidence": "double",
-    "psi_floor": "double",
-    "utilization": "double",
-    "paired_z": "double",
-    "maturity_lag_days": "double",
-}
-"""The SQL types of ``run_params``' columns other than ``integer``."""
-
-
-def run_parameters(settings: PipelineSettings, window: Window) -> dict[str, object]:
-    """The one row of ``run_params``: the window and every setting the models read (both engines)."""
-    return {
-        "read_start": window.read_start,
-        "read_end": window.read_end,
-        "as_of": window.as_of,
-        "ece_bins": settings.ece_bins,
-        "classwise_bins": settings.classwise_bins,
-        "bootstrap_reps": settings.bootstrap_reps,
-        "bootstrap_blocks": settings.bootstrap_blocks,
-        "bootstrap_level": settings.bootstrap_level,
-        "precision_target": settings.precision_target,
-        "alpha": settings.alpha,
-        "grid": round(1 / settings.threshold_step),
-        "severe_confidence": settings.severe_confidence,
-        "reference_weeks": settings.reference_weeks,
-        "min_reference_weeks": settings.min_reference_weeks,
-        "psi_bins": settings.psi_bins,
-        "psi_resolution": PSI_RESOLUTION,
-        "psi_floor": PSI_FLOOR,
-        "utilization": settings.utilization,
-        # the normal quantile from scipy.special (what scipy.stats.norm.ppf computes, bit for bit): importing
-        # scipy.stats is slow, and every run would pay for it
-        "paired_z": float(ndtri(0.5 + settings.bootstrap_level / 2)),
-        "identity_settle_minutes": IDENTITY_SETTLE_MINUTES,
-        "maturity_lag_days": window.maturity_lag.total_seconds() / 86400,
-    }
-
-
-CONFIG_TABLES = {
-    "cfg_high_consequence": "decision_type varchar, option_id varchar",
-    "cfg_instance_prices": "instance_type varchar, usd_per_hour double, price_date date",
-    "cfg_token_prices":
-        "model_name varchar, usd_per_mtok_input double, usd_per_mtok_cached double, price_date date",
-    "cfg_policies":
-        "decision_type varchar, model_key varchar, policy varchar, option_id varchar, grid_index integer",
-}
-"""The configuration tables the models join, with their columns (the same in both engines)."""
-
-
-def config_rows(settings: PipelineSettings, prices: PriceTable) -> dict[str, list[list[object]]]:
-    """The rows of each ``CONFIG_TABLES`` table: high-consequence options, instance and token prices."""
-    return {
-        "cfg_high_consequence": [
-            [t, o] for t, options in high_consequence_options(settings).items() for o in options
-        ],
-        "cfg_instance_prices": [[k, v, prices.date] for k, v in prices.instances.items()],
-        "cfg_token_prices": [
-            [k, v.input_per_mtok, v.cached_input_per_mtok, prices.date] for k, v in prices.tokens.items()
-        ],
-        "cfg_policies": policy_rows(settings.policies),
-    }
-
-
-def bind_config(
-    con: duckdb.DuckDBPyConnection, settings: PipelineSettings, window: Window, prices: PriceTable
-) -> None:
-    """Fill ``run_params``, the ``cfg_*`` tables and the window variables with bound parameters.
-
-    (The only way values enter SQL.)
-    """
-    params = run_parameters(settings, window)
-    columns = ", ".join(
-        f"${name}::{PARAMETER_TYPES.get(name, 'integer')} as {quote_ident(name)}" for name in params
-    )
-    con.execute(f"create or replace table run_params as select {columns}", params)
-    for statement in window_variable_statements():
-        con.execute(statement)
-    for table, rows in config_rows(settings, prices).items():
-        con.execute(f"create or replace table {table} ({CONFIG_TABLES[table]})")
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            con.executemany(f"insert into {table} values ({marks})", rows)  # noqa: S608  (our table names)
 
 
 def build(
@@ -199,6 +103,72 @@ def build(
         if on_step is not None:
             on_step(model)
     return seconds
+
+
+def build_passes(  # noqa: PLR0913
+    con: duckdb.DuckDBPyConnection,
+    models: list[Model],
+    files: WindowFiles,
+    passes: list[list[str]],
+    on_step: Callable[[Model], None] | None = None,
+    *,
+    keep: bool = False,
+) -> dict[str, float]:
+    """Build every model once per pass (a group of decision types, ``WindowFiles.passes``); seconds per model.
+
+    Every model keys its rows by decision type, so a mart over several passes is the union of each pass's
+    rows. Between passes the marts (and with ``keep`` every table) are set aside under a per-pass name and
+    the rest is dropped, so a pass holds only its own types' decisions; the parts are united at the end.
+    ``on_step`` is called after every model of every pass.
+    """
+    if len(passes) == 1:
+        built = build(con, models, on_step, files)
+        check_segments(con)
+        return built
+    seconds: dict[str, float] = {}
+    tables = [m for m in models if m.kind == "table"]
+    kept = [m.name for m in tables if keep or m.is_mart]
+    for index, types in enumerate(passes):
+        part = files.subset(types)
+        part.register(con)
+        for name, spent in build(con, models, on_step, part).items():
+            seconds[name] = seconds.get(name, 0.0) + spent
+        check_segments(con)
+        for model in tables:
+            name = quote_ident(model.name)
+            if model.name in kept:
+                con.execute(f"alter table {name} rename to {pass_table(model.name, index)}")
+            else:
+                con.execute(f"drop table {name}")
+    files.register(con)
+    for name in kept:
+        parts = [pass_table(name, index) for index in range(len(passes))]
+        united = " union all ".join(f"select * from {table}" for table in parts)  # noqa: S608  (our names)
+        con.execute(f"create table {quote_ident(name)} as {united}")
+        for table in parts:
+            con.execute(f"drop table {table}")
+    return seconds
+
+
+def pass_table(name: str, index: int) -> str:
+    """The quoted name a model's table is kept under between passes."""
+    return quote_ident(f"{name}__pass{index}")
+
+
+def spread(
+    on_step: Callable[[str], None] | None, models: list[Model], passes: int
+) -> Callable[[Model], None] | None:
+    """Progress over ``passes``: ``on_step`` once per model, in order, one call every ``passes`` builds."""
+    if on_step is None:
+        return None
+    built = [0]
+
+    def step(_: Model) -> None:
+        built[0] += 1
+        if built[0] % passes == 0:
+            on_step(models[built[0] // passes - 1].name)
+
+    return step
 
 
 def out_of_memory(con: duckdb.DuckDBPyConnection, step: str) -> str:
@@ -273,7 +243,12 @@ def run(
     on_step: Callable[[str], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> RunResult:
-    """Compute every mart for the job's window and, when ``job.out`` is set, write the target weeks there."""
+    """Compute every mart for the job's window and, when ``job.out`` is set, write the target weeks there.
+
+    With a connection handed in, the intermediate tables stay in it beside the marts, for queries
+    (``queries/policy_replay.sql``).
+    """
+    keep = con is not None
     con = con if con is not None else connect(job.settings)
     window = job.window
     try:
@@ -281,9 +256,10 @@ def run(
         bind_config(con, job.settings, window, job.prices)
         files = register_window(con, job.root, window.read_start, window.read_end, window.as_of)
         result.files = files.counts()
-        step = None if on_step is None else lambda m: on_step(m.name)
-        result.seconds = build(con, load_models(), step, files)
-        check_segments(con)
+        passes = files.passes(job.settings.pass_mb * 2**20)
+        models = load_models()
+        step = spread(on_step, models, len(passes))
+        result.seconds = build_passes(con, models, files, passes, step, keep=keep)
         if job.out is not None:
             result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha,
                                           chosen_weeks(job.settings.policies))

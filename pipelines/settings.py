@@ -78,6 +78,10 @@ class PipelineSettings(BaseSettings):
         default="1GB", description="DuckDB memory_limit: what its tables and joins hold; the rest is spilled"
     )
     temp_directory: Path | None = Field(default=None, description="where DuckDB spills beyond memory_limit")
+    pass_mb: int = Field(
+        default=512, ge=0,
+        description="proposals' Parquet MB one pass of the models reads (whole decision types; 0: one each)",
+    )
     threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")
 
 

@@ -15,7 +15,7 @@ fast path).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -31,6 +31,8 @@ from pipelines.sqlmodels import quote_ident
 from pipelines.weeks import parse_week
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import pyarrow.dataset as pads
 
     from pipelines.storage import Root
@@ -145,6 +147,35 @@ class WindowFiles:
         """
         return sorted(self.proposals, key=lambda t: (-self.proposal_bytes.get(t, 0), t))
 
+    def passes(self, budget: int) -> list[list[str]]:
+        """The decision types grouped into the runner's passes, each with at most ``budget`` proposal bytes.
+
+        First fit, largest type first (a type larger than the budget is a pass of its own); every pass holds
+        whole types, as every model keys its rows by type. Types with files but no proposals (only drops, say)
+        join the last pass.
+        """
+        groups: list[tuple[int, list[str]]] = []
+        for decision_type in self.types_largest_first():
+            size = self.proposal_bytes.get(decision_type, 0)
+            index = next((i for i, (used, _) in enumerate(groups) if used + size <= budget), None)
+            if index is None:
+                groups.append((size, [decision_type]))
+            else:
+                used, types = groups[index]
+                groups[index] = (used + size, [*types, decision_type])
+        rest = {t for files in self.datasets().values() for t in files} - set(self.proposals)
+        if groups:
+            groups[-1] = (groups[-1][0], [*groups[-1][1], *rest])
+        return [sorted(types) for _, types in groups]
+
+    def subset(self, decision_types: Collection[str]) -> WindowFiles:
+        """The same window with only ``decision_types``' files."""
+        def only(files: dict[str, list[str]]) -> dict[str, list[str]]:
+            return {t: f for t, f in files.items() if t in decision_types}
+
+        return replace(self, proposals=only(self.proposals), outcomes=only(self.outcomes),
+                       drops=only(self.drops), audit_samples=only(self.audit_samples))
+
     def chosen(self, decision_type: str | None = None) -> dict[str, list[str]]:
         """Each dataset's files, of every type (in type order) or of one type."""
         return {
@@ -153,7 +184,7 @@ class WindowFiles:
         }
 
     def register(self, con: duckdb.DuckDBPyConnection, decision_type: str | None = None) -> None:
-        """Register ``raw_proposals`` and ``raw_outcomes`` over every type's files, or over one type's."""
+        """Register the raw relations over every type's files, or over one type's."""
         for name, files in self.chosen(decision_type).items():
             register(con, self.root, name, files, complete=name not in self.older)
 

@@ -27,18 +27,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from contracts.audit_samples import AUDIT_SAMPLES
 from contracts.records import DROPS, SCHEMAS
+from pipelines.bind import CONFIG_TABLES, config_rows, run_parameters
 from pipelines.errors import NoInput, PipelinesError
 from pipelines.ledger import chosen_weeks
 from pipelines.mart_schema import model_columns
-from pipelines.runner import (
-    CONFIG_TABLES,
-    SEGMENT_CHECK,
-    RunResult,
-    config_rows,
-    run_parameters,
-    segment_problem,
-    write_job_marts,
-)
+from pipelines.runner import SEGMENT_CHECK, RunResult, segment_problem, write_job_marts
 from pipelines.source import WindowFiles, list_files, list_samples
 from pipelines.spark_sql import SparkOptions, to_spark
 from pipelines.spark_udfs import register_spark_udfs

@@ -63,9 +63,9 @@ def records(folder: Path) -> Path:
     return folder
 
 
-def cli(tree: Path | None, *args: str) -> str:
+def cli(tree: Path | None, *args: str, env: dict[str, str] | None = None) -> str:
     """``semif-shadow ARGS`` in a fresh process, with ``tree``'s packages first on the path when given."""
-    env = {**os.environ, **ENV}
+    env = {**os.environ, **ENV, **(env or {})}
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     done = subprocess.run(  # noqa: S603  (this interpreter, our own arguments)
@@ -92,12 +92,12 @@ def write_inputs(root: Path, folder: Path) -> None:
             "--as-of", AS_OF.isoformat(), "--out", str(folder / f"{decision_type}-{candidate}.json"))
 
 
-def run(tree: Path | None, root: Path, out: Path, given: Path) -> None:
-    """``semif-shadow pipelines run`` over ``FIRST``..``LAST`` with the inputs in ``given``."""
+def run(tree: Path | None, root: Path, out: Path, given: Path, env: dict[str, str] | None = None) -> None:
+    """``semif-shadow pipelines run`` over ``FIRST``..``LAST`` with the inputs in ``given`` (and ``env``)."""
     catalog_file, *policies = inputs(given)
     cli(tree, "pipelines", "run", "--root", str(root), "--since", FIRST, "--until", LAST,
         "--as-of", AS_OF.isoformat(), "--out", str(out), "--catalog", str(catalog_file),
-        *(a for p in policies for a in ("--policy", str(p))))
+        *(a for p in policies for a in ("--policy", str(p))), env=env)
 
 
 def write(tree: Path | None) -> None:

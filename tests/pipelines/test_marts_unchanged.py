@@ -23,12 +23,17 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-@pytest.fixture(scope="module")
-def today(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The snapshot's run again, on freshly generated records, with this checkout's models."""
+@pytest.fixture(scope="module", params=["one pass", "a pass per type"])
+def today(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The snapshot's run again, on freshly generated records, with this checkout's models.
+
+    Once as one pass over every decision type, once with each type a pass of its own
+    (``PIPELINES_PASS_MB=0``).
+    """
     root = snapshot.records(tmp_path_factory.mktemp("snapshot_records"))
     out = tmp_path_factory.mktemp("snapshot_marts")
-    snapshot.run(None, root, out, snapshot.SNAPSHOT / "inputs")
+    env = {"PIPELINES_PASS_MB": "0"} if request.param == "a pass per type" else {}
+    snapshot.run(None, root, out, snapshot.SNAPSHOT / "inputs", env)
     return out
 
 

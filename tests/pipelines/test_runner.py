@@ -17,10 +17,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines import runner
 from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import SPENT_AFTER, load_models, mart_names, quote_ident
-from tests.pipelines.harness import AS_OF, Computed, run_window
+from pipelines.storage import open_root
+from pipelines.weeks import window
+from tests.pipelines.harness import AS_OF, FIRST, LAST, Computed, run_window
+from tests.pipelines.marts_equal import mart_files, unequal_marts
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,6 +169,36 @@ def test_decisions_built_one_type_at_a_time_equal_one_build_over_every_file(comp
         con.execute("drop table whole_decisions")
     assert differ == 0
     assert rows == offered > 0
+
+
+def test_a_run_in_passes_writes_the_marts_of_one_pass_and_keeps_every_type(
+    computed: Computed, records_root: Path, tmp_path: Path
+) -> None:
+    """``PIPELINES_PASS_MB=0``, each decision type a pass of its own: every mart equals the one-pass run's.
+
+    A run handed a connection keeps every table of every pass (the intermediate ones united, no per-pass
+    table left), and its progress reports each model once.
+    """
+    settings = PipelineSettings(pass_mb=0)
+    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
+    con = runner.connect(settings)
+    steps: list[str] = []
+    prices = load_prices(settings.prices_file)
+    job = runner.Job(settings, open_root(str(records_root)), span, prices, tmp_path)
+    try:
+        runner.run(job, steps.append, con)
+        assert len(con.sql("select distinct decision_type from int_segments").fetchall()) == 2
+        (decisions, offered) = con.sql(
+            "select (select count(*) from int_decisions), (select sum(offered) from funnel)"
+        ).fetchall()[0]
+        leftover = con.sql("from duckdb_tables() where table_name like '%__pass%'").fetchall()
+    finally:
+        con.close()
+    assert decisions == offered == computed.con.sql("select count(*) from int_decisions").fetchall()[0][0]
+    assert not leftover
+    assert steps[:-1] == [m.name for m in load_models()]  # then "write"
+    assert mart_files(tmp_path) == mart_files(computed.out)
+    assert not unequal_marts(computed.out, tmp_path)
 
 
 def test_spent_columns_are_dropped_once_their_last_reader_is_built(computed: Computed) -> None:

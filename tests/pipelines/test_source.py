@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from contracts.records import ADDED_AFTER_V1, ADDED_IN_V1_2, DROPS, SCHEMAS
-from pipelines.source import register, register_window
+from pipelines.source import WindowFiles, register, register_window
 from pipelines.storage import open_root
 from pipelines.weeks import window
 from tests.pipelines.harness import AS_OF, FIRST, LAST
@@ -39,6 +39,30 @@ def test_the_type_with_the_most_proposals_is_joined_first(records_root: Path) ->
     assert order == sorted(rows, key=lambda t: -rows[t])
     assert order[0] == "ticket_routing"
     assert rows[order[0]] > rows[order[-1]]
+
+
+@pytest.mark.parametrize(
+    ("budget", "passes"),
+    [
+        (0, [["a"], ["b"], ["c"], ["d"]]),  # 0: each type alone
+        (700, [["a", "d"], ["b", "c"]]),  # first fit: d joins the first pass that has room for it
+        (450, [["a"], ["b", "d"], ["c"]]),  # a type larger than the budget is a pass of its own
+        (1250, [["a", "b", "c", "d"]]),
+    ],
+)
+def test_types_are_grouped_into_passes_first_fit_largest_first(
+    tmp_path: Path, budget: int, passes: list[list[str]]
+) -> None:
+    """Whole types, largest first, each into the first pass its proposal bytes still fit (names sorted).
+
+    A type with drops but no proposals (its scorer down all week) joins the last pass.
+    """
+    sizes = {"a": 600, "b": 300, "c": 250, "d": 100}
+    files = WindowFiles(open_root(str(tmp_path)), {t: [] for t in sizes}, {}, sizes)
+    assert files.passes(budget) == passes
+    assert sorted(t for p in passes for t in p) == sorted(sizes)
+    dropped = WindowFiles(open_root(str(tmp_path)), {t: [] for t in sizes}, {}, sizes, drops={"e": []})
+    assert dropped.passes(budget) == [*passes[:-1], sorted([*passes[-1], "e"])]
 
 
 @pytest.mark.parametrize(("version", "lacking"), [(1, ADDED_AFTER_V1), (2, ADDED_IN_V1_2)])
