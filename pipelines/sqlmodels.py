@@ -95,9 +95,9 @@ SPENT_AFTER: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 """Columns no model after the named one reads: ``{model: (table, columns)}``. The DuckDB runner drops them
 once that model is built, so they stop holding memory: every reader of ``int_decisions`` comes right after
-it in ``ORDER``, the widest columns' first (at 10M decisions with two candidates the table is about 3 GB
-when built and about 0.6 GB once its readers are done; what does not fit ``memory_limit`` is spilled and
-read back by those readers). What ``queries/policy_replay.sql`` and the checks read after a run stays."""
+it in ``ORDER``, the widest columns' first (the table is about 160 bytes a proposal when built and about a
+fifth of that once its readers are done; what does not fit ``memory_limit`` is spilled and read back by
+those readers). What ``queries/policy_replay.sql`` and the checks read after a run stays."""
 
 WINDOW_VARIABLES = ("read_start", "read_end", "as_of")
 """DuckDB variables holding the window's instants, copied from ``run_params``. The staging models filter the
