@@ -18,6 +18,7 @@ from pipelines.storage import open_root
 from pipelines.weeks import window
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     import duckdb
@@ -61,6 +62,7 @@ def run_window(
     as_of: dt.datetime = AS_OF,
     first: str = FIRST,
     last: str = LAST,
+    on_step: Callable[[str], None] | None = None,
 ) -> Computed:
     """Run the models over ``root`` for ``first..last`` and keep the connection open for queries."""
     settings = settings or PipelineSettings()
@@ -68,7 +70,7 @@ def run_window(
     con = runner.connect(settings)
     prices = load_prices(settings.prices_file)
     job = runner.Job(settings, open_root(str(root), settings.s3_endpoint), span, prices, out)
-    result = runner.run(job, con=con)
+    result = runner.run(job, on_step, con)
     return Computed(con, out or root, result, settings)
 
 

@@ -17,15 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
 from pipelines.errors import PipelinesError, SchemaMismatch
 from pipelines.output import DATABASE_FILE
-from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
 from pipelines.sqlmodels import SPENT_AFTER, load_models, mart_names, quote_ident
-from pipelines.storage import open_root
-from pipelines.weeks import window
-from tests.pipelines.harness import AS_OF, FIRST, LAST, Computed, run_window
+from tests.pipelines.harness import AS_OF, Computed, run_window
 from tests.pipelines.marts_equal import mart_files, unequal_marts
 
 if TYPE_CHECKING:
@@ -179,14 +175,9 @@ def test_a_run_in_passes_writes_the_marts_of_one_pass_and_keeps_every_type(
     A run handed a connection keeps every table of every pass (the intermediate ones united, no per-pass
     table left), and its progress reports each model once.
     """
-    settings = PipelineSettings(pass_mb=0)
-    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
-    con = runner.connect(settings)
     steps: list[str] = []
-    prices = load_prices(settings.prices_file)
-    job = runner.Job(settings, open_root(str(records_root)), span, prices, tmp_path)
+    con = run_window(records_root, tmp_path, settings=PipelineSettings(pass_mb=0), on_step=steps.append).con
     try:
-        runner.run(job, steps.append, con)
         assert len(con.sql("select distinct decision_type from int_segments").fetchall()) == 2
         (decisions, offered) = con.sql(
             "select (select count(*) from int_decisions), (select sum(offered) from funnel)"
