@@ -2,7 +2,7 @@
 
 The models under ``models/`` are the one definition of every metric. For Spark they are parsed as DuckDB
 SQL, rewritten where the two engines differ (each rewrite below is one function, named after what it
-replaces, and tested against DuckDB in ``tests/pipelines/test_spark_sql.py``), and printed as Spark SQL.
+replaces, and tested against DuckDB in ``tests/pipelines/test_spark.py``), and printed as Spark SQL.
 
 - ``getvariable('x')`` -> the named parameter ``:x`` (bound by ``spark.sql(..., args=...)``).
 - ``list(x order by y)`` -> ``transform(array_sort(collect_list(struct(y, x))), s -> s.v)``; ``list(distinct x

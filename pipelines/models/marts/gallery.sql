@@ -9,15 +9,41 @@ with flagged as (
     select * from int_flagged
 ),
 
+buckets as (  -- each kind's rows counted per confidence bucket (1/10,000 wide: a monotone key, no sort)
+    select decision_type, week_start, model_key, severe, floor(confidence * 10000) as bucket, count(*) as n
+    from flagged
+    group by all
+),
+
+cutoffs as (  -- the highest bucket with 25 rows at or above it holds the kind's 25th most confident row
+    select decision_type, week_start, model_key, severe,
+        coalesce(max(bucket) filter (where above >= 25), min(bucket)) as cutoff  -- fewer than 25: every row
+    from (
+        select buckets.*,
+            sum(n) over (partition by decision_type, week_start, model_key, severe order by bucket desc) as above
+        from buckets
+    ) as running
+    group by all
+),
+
+contenders as (  -- the rows at or above their kind's cutoff: the 25 most confident and their bucket's ties
+    select flagged.*
+    from flagged
+    join cutoffs
+        on cutoffs.decision_type = flagged.decision_type and cutoffs.week_start = flagged.week_start
+        and cutoffs.model_key is not distinct from flagged.model_key and cutoffs.severe = flagged.severe
+    where floor(flagged.confidence * 10000) >= cutoffs.cutoff
+),
+
 kept as (  -- the most confident of each kind
     select *
     from (
         select
-            flagged.*,
+            contenders.*,
             row_number() over (
                 partition by decision_type, week_start, model_key, severe order by confidence desc, decision_id
             ) as position
-        from flagged
+        from contenders
     ) as numbered
     where position <= 25
 ),
