@@ -39,10 +39,11 @@ labelled as not materialized (
 firsts as (
     -- A decision has one row per candidate (the records' key is type, decision id and candidate): where a
     -- type has several candidates, one per decision, from its earliest receipt; else every row is one.
-    select type_id, min(week_start) as week_start, min(source) as source, max(delay_us) as delay_us
+    -- The source is the decision's first report, the same on each of its rows: a key, not an aggregate.
+    select type_id, min(week_start) as week_start, source, max(delay_us) as delay_us
     from labelled
     where shared
-    group by type_id, decision_key
+    group by type_id, decision_key, source
     union all
     select type_id, week_start, source, delay_us
     from labelled
