@@ -5,19 +5,23 @@
 -- confidence). `state` is the decision's state as the sidecar stored it: redacted as the catalog
 -- says before it was persisted (removed fields absent, hashed ones `hmac-sha256:<hex>`), null where the
 -- decision type does not store states.
-with flagged as (
-    select * from int_flagged
+with params as (
+    select 25 as per_kind  -- rows kept of each kind
 ),
 
-buckets as (  -- each kind's rows counted per confidence bucket (1/10,000 wide: a monotone key, no sort)
-    select decision_type, week_start, model_key, severe, floor(confidence * 10000) as bucket, count(*) as n
+flagged as (  -- with its confidence bucket (1/10,000 wide: a monotone key, no sort)
+    select *, floor(confidence * 10000) as bucket from int_flagged
+),
+
+buckets as (  -- each kind's rows counted per bucket
+    select decision_type, week_start, model_key, severe, bucket, count(*) as n
     from flagged
     group by all
 ),
 
-cutoffs as (  -- the highest bucket with 25 rows at or above it holds the kind's 25th most confident row
+cutoffs as (  -- the highest bucket with per_kind rows at or above it holds the kind's last kept row
     select decision_type, week_start, model_key, severe,
-        coalesce(max(bucket) filter (where above >= 25), min(bucket)) as cutoff  -- fewer than 25: every row
+        coalesce(max(bucket) filter (where above >= (select per_kind from params)), min(bucket)) as cutoff
     from (
         select buckets.*,
             sum(n) over (partition by decision_type, week_start, model_key, severe order by bucket desc) as above
@@ -26,13 +30,13 @@ cutoffs as (  -- the highest bucket with 25 rows at or above it holds the kind's
     group by all
 ),
 
-contenders as (  -- the rows at or above their kind's cutoff: the 25 most confident and their bucket's ties
+contenders as (  -- the rows at or above their kind's cutoff: the most confident and their bucket's ties
     select flagged.*
     from flagged
     join cutoffs
         on cutoffs.decision_type = flagged.decision_type and cutoffs.week_start = flagged.week_start
         and cutoffs.model_key is not distinct from flagged.model_key and cutoffs.severe = flagged.severe
-    where floor(flagged.confidence * 10000) >= cutoffs.cutoff
+    where flagged.bucket >= cutoffs.cutoff
 ),
 
 kept as (  -- the most confident of each kind
@@ -45,7 +49,7 @@ kept as (  -- the most confident of each kind
             ) as position
         from contenders
     ) as numbered
-    where position <= 25
+    where position <= (select per_kind from params)
 ),
 
 ranked as (
