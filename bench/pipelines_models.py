@@ -12,12 +12,20 @@ An older tree is timed with `PYTHONPATH=<tree>` (run from that tree). To measure
 without editing the package: `--models DIR` builds `DIR/<model>.sql` in
 place of each model of that name, and `--after latency=int_decisions` builds `latency` right after
 `int_decisions` (docs/performance.md, "Pipelines", measures two such variants).
+
+`--profile MODEL` instead builds the models before MODEL for the largest decision type only (the job's
+first pass), then MODEL once under DuckDB's profiler, and prints its operators (those of at least `--floor`
+seconds, 0.05 by default, summed over threads), the rows each produced, and the bytes DuckDB spilled:
+
+    .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd \
+        --profile paired
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import resource
 import sys
 import tempfile
@@ -25,6 +33,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 # appended, not inserted: with PYTHONPATH=<another tree> (e.g. a `git worktree` of an older commit) that
 # tree's packages are the ones timed
@@ -87,6 +96,47 @@ def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], set
         step("write")
 
 
+def operators(node: dict[str, Any], depth: int = 0, floor: float = 0.05) -> list[str]:
+    """One line per operator of a DuckDB JSON profile taking at least ``floor`` seconds, as a tree."""
+    lines = []
+    if node.get("timing", 0.0) >= floor:
+        info = {k: str(v)[:60] for k, v in node.get("extra_info", {}).items()
+                if k in {"Table", "Groups", "Aggregates", "Conditions", "Join Type", "CTE Name"}}
+        lines.append(f"{'  ' * depth}{node['name']:<{max(30 - 2 * depth, 1)}} {node['timing']:>7.2f} "
+                     f"{node.get('intermediate_rows', 0):>11,} {info}")
+    for child in node.get("children", []):
+        lines.extend(operators(child, depth + 1, floor))
+    return lines
+
+
+def profile(con: Any, models: list[Model], target: str, files: Any, floor: float) -> None:
+    """Build the models before ``target`` over the largest type's files; then ``target``, profiled."""
+    from pipelines import runner  # noqa: PLC0415
+    from pipelines.sqlmodels import SPENT_AFTER  # noqa: PLC0415  (the runner's own dict)
+
+    index = next(i for i, m in enumerate(models) if m.name == target)
+    part = files.subset(files.types_largest_first()[:1])
+    part.register(con)
+    runner.build(con, models[:index], None, part)
+    # the target's column drops would be profiled in its place
+    spent = {k: v for k, v in SPENT_AFTER.items() if k != target}
+    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(SPENT_AFTER, spent, clear=True):
+        output = Path(folder) / "profile.json"
+        con.execute("set enable_profiling = 'json'")
+        con.execute("set profiling_output = $path", {"path": str(output)})
+        started, began = time.perf_counter(), cpu_seconds()
+        runner.build(con, [models[index]], None, part)
+        wall, cpu = time.perf_counter() - started, cpu_seconds() - began
+        con.execute("set enable_profiling = 'no_output'")
+        tree = json.loads(output.read_text(encoding="utf-8"))
+    spilled = tree.get("system", {}).get("total_bytes_spilled", 0) / 2**20
+    print(f"{target} over {part.types_largest_first()[0]}: {wall:.2f} s wall, {cpu:.2f} CPU-s "
+          f"(DuckDB: {tree.get('query', {}).get('cpu_time', 0.0):.2f}), {spilled:,.0f} MiB spilled")
+    print(f"{'operator':<30} {'s':>7} {'rows':>11} details")
+    for node in tree.get("operator", []):
+        print("\n".join(operators(node, floor=floor)))
+
+
 Row = tuple[str, float, float, int, int, int]
 
 
@@ -102,8 +152,8 @@ def merged(rows: list[Row]) -> list[Row]:
     return list(out.values())
 
 
-def main() -> None:
-    """Run the job once and print one row per step."""
+def arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line (the parser too, for its errors)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -111,7 +161,16 @@ def main() -> None:
     parser.add_argument("--models", type=Path, help="a folder of <model>.sql files replacing those models")
     parser.add_argument("--after", action="append", default=[], metavar="MODEL=OTHER",
                         help="build MODEL right after OTHER (repeatable)")
-    args = parser.parse_args()
+    parser.add_argument("--profile", metavar="MODEL",
+                        help="profile MODEL alone, over the largest decision type (see above)")
+    parser.add_argument("--floor", type=float, default=0.05, metavar="S",
+                        help="with --profile: list the operators of at least S seconds (default 0.05)")
+    return parser, parser.parse_args()
+
+
+def main() -> None:
+    """Run the job once and print one row per step."""
+    parser, args = arguments()
     began_wall, began_cpu = time.perf_counter(), cpu_seconds()
     import datetime as dt  # noqa: PLC0415  (the imports are measured as a step)
 
@@ -144,6 +203,11 @@ def main() -> None:
     files = register_window(con, open_root(str(args.root)), span.read_start, span.read_end, span.as_of)
     step("(connect, register)")
     models = variant(load_models(), args.models, args.after)
+    if args.profile is not None:
+        if args.profile not in {m.name for m in models}:
+            parser.error(f"--profile: no model is named {args.profile!r}")
+        profile(con, models, args.profile, files, args.floor)
+        return
     if hasattr(runner, "build_passes"):  # trees that group the decision types into passes
         passes = files.passes(settings.pass_mb * 2**20)
         print(f"passes: {passes}")

@@ -1,0 +1,69 @@
+"""``bench/pipelines_models.py`` on records ``bench/pipelines.py`` generates: a row per model, and a profile.
+
+The tool is how the job's cost is read model by model and operator by operator (docs/performance.md); these
+runs keep both modes working as the models change: every model is a row, in build order, and a profiled
+model lists the operators DuckDB ran for it with the rows each produced.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.pipelines import ensure_data
+from pipelines.sqlmodels import load_models
+
+TOOL = Path(__file__).resolve().parents[2] / "bench" / "pipelines_models.py"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20,000 decisions, two candidates, audited, as ``bench/pipelines.py`` writes them."""
+    return ensure_data(tmp_path_factory.mktemp("bench_records"), 20_000, 2, audited=True)
+
+
+def tool(*args: str) -> str:
+    """The tool's standard output (it must exit 0)."""
+    done = subprocess.run([sys.executable, "-P", str(TOOL), *args],  # noqa: S603  (our own script)
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_row_per_model_in_build_order_then_the_process(records: Path) -> None:
+    """Every model is one row (its passes summed), in the order the runner builds them, then the process."""
+    lines = tool(str(records)).splitlines()
+    names = [line[:26].strip() for line in lines if line and not line.startswith(("passes:", "step"))]
+    assert names[:2] == ["(imports)", "(connect, register)"]
+    assert names[2:-2] == [m.name for m in load_models()]
+    assert names[-2:] == ["write", "(process)"]
+
+
+def test_a_profile_lists_the_operators_of_one_model(records: Path) -> None:
+    """``--profile paired``: its self-join on the decision key over the labelled rows of the largest type."""
+    out = tool(str(records), "--profile", "paired", "--floor", "0")
+    head = re.match(r"paired over (\w+): [\d.]+ s wall, [\d.]+ CPU-s \(DuckDB: [\d.]+\), (\d+) MiB spilled",
+                    out)
+    assert head is not None, out
+    assert head.group(1) == "ticket_routing"  # the generator's largest type
+    operators = [line.split() for line in out.splitlines()[2:]]
+    assert all(float(seconds) >= 0 for _name, seconds, *_ in operators)
+    joins = [line for line in out.splitlines()
+             if "HASH_JOIN" in line and "decision_key = decision_key" in line]
+    assert len(joins) == 1, out
+    # each side of the self-join scans the labelled rows: some, never more than the type's proposals
+    scans = [int(rows.replace(",", "")) for name, _seconds, rows, *_ in operators if name == "CTE_SCAN"]
+    assert 0 < max(scans) < 20_000 * 2
+    assert "'Table': 'memory.main.int_decisions'" in out
+
+
+def test_profiling_needs_a_model_that_exists(records: Path) -> None:
+    """A misspelt model fails with a clear message rather than profiling something else."""
+    done = subprocess.run([sys.executable, "-P", str(TOOL), str(records), "--profile", "pared"],  # noqa: S603
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode != 0
+    assert "pared" in done.stderr
