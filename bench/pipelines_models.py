@@ -14,8 +14,8 @@ place of each model of that name, and `--after latency=int_decisions` builds `la
 `int_decisions` (docs/performance.md, "Pipelines", measures two such variants).
 
 `--profile MODEL` instead builds the models before MODEL for the largest decision type only (the job's
-first pass), then MODEL once under DuckDB's profiler, and prints its operators (those of at least `--floor`
-seconds, 0.05 by default, summed over threads), the rows each produced, and the bytes DuckDB spilled:
+first pass), then MODEL once under DuckDB's profiler, and prints its operators as `bench/profile_decisions.py`
+does (CPU seconds summed over threads, at least `--floor`, 0.05 by default) and the bytes DuckDB spilled:
 
     .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd \
         --profile paired
@@ -96,21 +96,9 @@ def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], set
         step("write")
 
 
-def operators(node: dict[str, Any], depth: int = 0, floor: float = 0.05) -> list[str]:
-    """One line per operator of a DuckDB JSON profile taking at least ``floor`` seconds, as a tree."""
-    lines = []
-    if node.get("timing", 0.0) >= floor:
-        info = {k: str(v)[:60] for k, v in node.get("extra_info", {}).items()
-                if k in {"Table", "Groups", "Aggregates", "Conditions", "Join Type", "CTE Name"}}
-        lines.append(f"{'  ' * depth}{node['name']:<{max(30 - 2 * depth, 1)}} {node['timing']:>7.2f} "
-                     f"{node.get('intermediate_rows', 0):>11,} {info}")
-    for child in node.get("children", []):
-        lines.extend(operators(child, depth + 1, floor))
-    return lines
-
-
 def profile(con: Any, models: list[Model], target: str, files: Any, floor: float) -> None:
     """Build the models before ``target`` over the largest type's files; then ``target``, profiled."""
+    from bench.profile_decisions import operator_lines  # noqa: PLC0415  (imports the package)
     from pipelines import runner  # noqa: PLC0415
     from pipelines.sqlmodels import SPENT_AFTER  # noqa: PLC0415  (the runner's own dict)
 
@@ -132,9 +120,8 @@ def profile(con: Any, models: list[Model], target: str, files: Any, floor: float
     spilled = tree.get("system", {}).get("total_bytes_spilled", 0) / 2**20
     print(f"{target} over {part.types_largest_first()[0]}: {wall:.2f} s wall, {cpu:.2f} CPU-s "
           f"(DuckDB: {tree.get('query', {}).get('cpu_time', 0.0):.2f}), {spilled:,.0f} MiB spilled")
-    print(f"{'operator':<30} {'s':>7} {'rows':>11} details")
     for node in tree.get("operator", []):
-        print("\n".join(operators(node, floor=floor)))
+        print("\n".join(operator_lines(node, floor=floor)))
 
 
 Row = tuple[str, float, float, int, int, int]

@@ -54,28 +54,28 @@ def profile(root: Path, models_dir: Path | None, out: Path) -> list[Path]:
             con.execute(model.create_statement())
     decisions = models[runner.BUILT_BY_TYPE]
     written = []
-    con.execute("set disabled_optimizers = 'build_side_probe_side'")  # as runner.build_by_type
-    for index, decision_type in enumerate(files.types_largest_first()):
-        files.register(con, decision_type)
-        path = out / f"{runner.BUILT_BY_TYPE}-{decision_type}.json"
-        con.execute("pragma enable_profiling = 'json'")
-        con.execute("pragma profiling_mode = 'detailed'")
-        con.execute(f"pragma profiling_output = '{path}'")
-        con.execute(decisions.create_statement() if index == 0 else decisions.insert_statement())
-        con.execute("pragma disable_profiling")
-        written.append(path)
+    with runner.optimizers_off(con, runner.BUILT_BY_TYPE):  # as the job builds it
+        for index, decision_type in enumerate(files.types_largest_first()):
+            files.register(con, decision_type)
+            path = out / f"{runner.BUILT_BY_TYPE}-{decision_type}.json"
+            con.execute("pragma enable_profiling = 'json'")
+            con.execute("pragma profiling_mode = 'detailed'")
+            con.execute(f"pragma profiling_output = '{path}'")
+            con.execute(decisions.create_statement() if index == 0 else decisions.insert_statement())
+            con.execute("pragma disable_profiling")
+            written.append(path)
     return written
 
 
-def operator_lines(node: dict[str, Any], depth: int = 0) -> list[str]:
-    """``CPU-s  operator rows=N  detail`` for the node and its children, indented by depth."""
+def operator_lines(node: dict[str, Any], depth: int = 0, floor: float = MIN_SECONDS) -> list[str]:
+    """``CPU-s  operator rows=N  detail`` for the node and its descendants of ``floor`` CPU-s or more."""
     lines = []
-    if node.get("timing", 0.0) >= MIN_SECONDS:
+    if node.get("timing", 0.0) >= floor:
         detail = json.dumps(node.get("extra_info", {}))[:90]
         lines.append(f"{node.get('timing', 0.0):7.2f} {'  ' * depth}{node.get('name')} "
                      f"rows={node.get('intermediate_rows')} {detail}")
     for child in node.get("children", []):
-        lines.extend(operator_lines(child, depth + 1))
+        lines.extend(operator_lines(child, depth + 1, floor))
     return lines
 
 

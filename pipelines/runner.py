@@ -31,7 +31,7 @@ from pipelines.sqlmodels import SPENT_AFTER, Model, load_models, quote_ident
 from pipelines.udfs import register_udfs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from pipelines.prices import PriceTable
     from pipelines.settings import PipelineSettings
@@ -41,6 +41,16 @@ if TYPE_CHECKING:
 
 BUILT_BY_TYPE = "int_decisions"
 """The model built one decision type at a time (proposals and outcomes join on decision id and type)."""
+
+OPTIMIZERS_OFF = {
+    # the hash table is built on the (latest) outcomes, as the SQL is written: DuckDB's cardinality estimates
+    # for the Parquet scans can otherwise put the wide proposals on the build side
+    BUILT_BY_TYPE: "build_side_probe_side",
+    # with several candidates DuckDB pre-aggregates the per-decision dedupe below the join to the types, by
+    # segment: each candidate is a segment of its own, so that pre-aggregate keeps every row (twice the work)
+    "label_delay": "partial_aggregate_pushdown",
+}
+"""DuckDB optimizers turned off while a model is built, where they choose a slower plan for it."""
 
 @dataclass
 class RunResult:
@@ -87,10 +97,11 @@ def build(
     for model in models:
         started = time.perf_counter()
         try:
-            if model.name == BUILT_BY_TYPE:
-                build_by_type(con, model, files)
-            else:
-                con.execute(model.create_statement())
+            with optimizers_off(con, model.name):
+                if model.name == BUILT_BY_TYPE:
+                    build_by_type(con, model, files)
+                else:
+                    con.execute(model.create_statement())
             if model.name in SPENT_AFTER:
                 table, columns = SPENT_AFTER[model.name]
                 for column in columns:  # a misnamed column fails the run rather than stay in memory
@@ -180,21 +191,29 @@ def out_of_memory(con: duckdb.DuckDBPyConnection, step: str) -> str:
             "PIPELINES_MEMORY_LIMIT, or set PIPELINES_THREADS lower (each thread holds its own buffers)")
 
 
-def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None) -> None:
-    """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several.
+@contextlib.contextmanager
+def optimizers_off(con: duckdb.DuckDBPyConnection, name: str) -> Iterator[None]:
+    """``OPTIMIZERS_OFF[name]`` disabled for the block (nothing changes for a model without an entry)."""
+    off = OPTIMIZERS_OFF.get(name)
+    if off is None:
+        yield
+        return
+    con.execute("set disabled_optimizers = $off", {"off": off})
+    try:
+        yield
+    finally:
+        con.execute("reset disabled_optimizers")
 
-    The hash table is built on the (latest) outcomes, as the SQL is written: DuckDB's cardinality estimates
-    for the Parquet scans can otherwise put the wide proposals on the build side.
-    """
+
+def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None) -> None:
+    """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several."""
     types = files.types_largest_first() if files is not None and len(files.proposals) > 1 else [None]
-    con.execute("set disabled_optimizers = 'build_side_probe_side'")
     try:
         for index, decision_type in enumerate(types):
             if files is not None and decision_type is not None:
                 files.register(con, decision_type)
             con.execute(model.create_statement() if index == 0 else model.insert_statement())
     finally:
-        con.execute("reset disabled_optimizers")
         if files is not None:
             files.register(con)
 

@@ -26,6 +26,19 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ensure_data(tmp_path_factory.mktemp("bench_records"), 20_000, 2, audited=True)
 
 
+OPERATOR = re.compile(r"^ *(?P<seconds>[\d.]+) +(?P<name>[A-Z_]+) rows=(?P<rows>\d+) (?P<detail>.*)$")
+
+
+def profiled(out: str, model: str) -> list[re.Match[str]]:
+    """The operator lines of ``--profile MODEL``'s output, after its heading."""
+    heading, *lines = out.splitlines()
+    assert re.fullmatch(rf"{model} over ticket_routing: [\d.]+ s wall, [\d.]+ CPU-s \(DuckDB: [\d.]+\), "
+                        r"[\d,]+ MiB spilled", heading), heading  # ticket_routing: the largest type
+    matches = [OPERATOR.match(line) for line in lines]
+    assert all(matches), lines
+    return [m for m in matches if m is not None]
+
+
 def tool(*args: str) -> str:
     """The tool's standard output (it must exit 0)."""
     done = subprocess.run([sys.executable, "-P", str(TOOL), *args],  # noqa: S603  (our own script)
@@ -45,20 +58,26 @@ def test_a_row_per_model_in_build_order_then_the_process(records: Path) -> None:
 
 def test_a_profile_lists_the_operators_of_one_model(records: Path) -> None:
     """``--profile paired``: its self-join on the decision key over the labelled rows of the largest type."""
-    out = tool(str(records), "--profile", "paired", "--floor", "0")
-    head = re.match(r"paired over (\w+): [\d.]+ s wall, [\d.]+ CPU-s \(DuckDB: [\d.]+\), (\d+) MiB spilled",
-                    out)
-    assert head is not None, out
-    assert head.group(1) == "ticket_routing"  # the generator's largest type
-    operators = [line.split() for line in out.splitlines()[2:]]
-    assert all(float(seconds) >= 0 for _name, seconds, *_ in operators)
-    joins = [line for line in out.splitlines()
-             if "HASH_JOIN" in line and "decision_key = decision_key" in line]
-    assert len(joins) == 1, out
+    operators = profiled(tool(str(records), "--profile", "paired", "--floor", "0"), "paired")
+    joins = [op for op in operators
+             if op["name"] == "HASH_JOIN" and "decision_key = decision_key" in op["detail"]]
+    assert len(joins) == 1
     # each side of the self-join scans the labelled rows: some, never more than the type's proposals
-    scans = [int(rows.replace(",", "")) for name, _seconds, rows, *_ in operators if name == "CTE_SCAN"]
+    scans = [int(op["rows"]) for op in operators if op["name"] == "CTE_SCAN"]
     assert 0 < max(scans) < 20_000 * 2
-    assert "'Table': 'memory.main.int_decisions'" in out
+
+
+def test_label_delay_dedupes_each_decision_in_one_aggregate(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With four candidates, one hash aggregate per decision, not a partial one per segment below the join.
+
+    DuckDB's ``partial_aggregate_pushdown`` would pre-aggregate by segment (a candidate each), which keeps
+    every row and doubles the work; the runner turns it off for ``label_delay`` (``OPTIMIZERS_OFF``).
+    """
+    records = ensure_data(tmp_path_factory.mktemp("bench_records_c4"), 20_000, 4, audited=True)
+    operators = profiled(tool(str(records), "--profile", "label_delay", "--floor", "0"), "label_delay")
+    aggregates = [op for op in operators if op["name"] == "HASH_GROUP_BY"]
+    assert aggregates
+    assert not [op for op in aggregates if "EXPORT_STATE" in op["detail"] or "combine" in op["detail"]]
 
 
 def test_profiling_needs_a_model_that_exists(records: Path) -> None:
