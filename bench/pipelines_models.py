@@ -11,7 +11,7 @@ types grouped by `PIPELINES_PASS_MB`) is one row, its passes summed; the last li
 An older tree is timed with `PYTHONPATH=<tree>` (run from that tree). To measure a variant of the SQL
 without editing the package: `--models DIR` builds `DIR/<model>.sql` in
 place of each model of that name, and `--after latency=int_decisions` builds `latency` right after
-`int_decisions` (docs/performance.md, "Pipelines", measures two such variants).
+`int_decisions`.
 
 `--profile MODEL` instead builds the models before MODEL for the largest decision type only (the job's
 first pass), then MODEL once under DuckDB's profiler, and prints its operators as `bench/profile_decisions.py`

@@ -3,8 +3,7 @@
 Builds the staging views and `int_decisions` exactly as the job does (one decision type at a time, on data
 that `bench/pipelines.py` generated), with `profiling_mode = 'detailed'` on each type's statement, and
 prints each operator's CPU seconds (summed over DuckDB's threads) with its row count, one tree per type.
-`--models DIR` builds `DIR/<model>.sql` in place of a model of that name, to see what a change would cost
-(docs/performance.md, "Pipelines", compares the model as built with the probability vector replaced).
+`--models DIR` builds `DIR/<model>.sql` in place of a model of that name, to see what a change would cost.
 
     .venv/bin/python -P bench/profile_decisions.py /tmp/semif-bench-pipelines/records-10000000-zstd
 """

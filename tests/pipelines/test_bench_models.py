@@ -1,6 +1,6 @@
 """``bench/pipelines_models.py`` on records ``bench/pipelines.py`` generates: a row per model, and a profile.
 
-The tool is how the job's cost is read model by model and operator by operator (docs/performance.md); these
+The tool is how the job's cost is read model by model and operator by operator; these
 runs keep both modes working as the models change: every model is a row, in build order, and a profiled
 model lists the operators DuckDB ran for it with the rows each produced.
 """
