@@ -39,10 +39,15 @@ def profiled(out: str, model: str) -> list[re.Match[str]]:
     return [m for m in matches if m is not None]
 
 
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The tool run with ``args``, its output captured."""
+    return subprocess.run([sys.executable, "-P", str(TOOL), *args],  # noqa: S603  (our own script)
+                          capture_output=True, text=True, check=False, timeout=300)
+
+
 def tool(*args: str) -> str:
     """The tool's standard output (it must exit 0)."""
-    done = subprocess.run([sys.executable, "-P", str(TOOL), *args],  # noqa: S603  (our own script)
-                          capture_output=True, text=True, check=False, timeout=300)
+    done = run(*args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -82,7 +87,6 @@ def test_label_delay_dedupes_each_decision_in_one_aggregate(tmp_path_factory: py
 
 def test_profiling_needs_a_model_that_exists(records: Path) -> None:
     """A misspelt model fails with a clear message rather than profiling something else."""
-    done = subprocess.run([sys.executable, "-P", str(TOOL), str(records), "--profile", "pared"],  # noqa: S603
-                          capture_output=True, text=True, check=False, timeout=300)
+    done = run(str(records), "--profile", "pared")
     assert done.returncode != 0
     assert "pared" in done.stderr
