@@ -1,2 +1,2 @@
--- the connection's memory limit (runner.connect: PIPELINES_MEMORY_LIMIT, 2GB), and no SQL here: the package's model
+-- a fixed memory limit (2GB, whatever PIPELINES_MEMORY_LIMIT's default), and no SQL here: the package's models
 set memory_limit = '2GB'
