@@ -75,7 +75,7 @@ class PipelineSettings(BaseSettings):
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint override (moto, MinIO)")
     s3_region: str = Field(default="us-east-1", description="S3 region")
     memory_limit: str = Field(
-        # the process peaks about 200-450 MiB above it (docs/performance.md): under 2 GiB for the 10M bench
+        # the process peaks about 250-500 MiB above it (docs/performance.md): under 2 GiB for the 10M bench
         default="1250MB",
         description="DuckDB memory_limit: what its tables and joins hold; the rest is spilled",
     )
