@@ -16,6 +16,7 @@ Peak memory is that of the largest process (the worker, or Spark's JVM, its chil
     PIPELINES_MEMORY_LIMIT=4GB .venv/bin/python bench/pipelines.py --decisions 10000000 --repeats 1 \\
         --only duckdb                                             # the DuckDB side alone
     .venv/bin/python bench/pipelines.py --engine spark --repeats 1   # DuckDB beside Spark (local[*])
+    .venv/bin/python bench/pipelines.py --decisions 10000000 --only duckdb --audited --candidates 1 2 4
 """
 
 from __future__ import annotations
@@ -207,34 +208,71 @@ def paired_gap(duck_out: Path, pandas_out: Path) -> str:
     return f"{len(both)} of {len(duck)} / {len(ref)} pairs matched, max gap {gap:.2e}"
 
 
+Runs = list[tuple[float, float, float]]
+"""One side's runs: job seconds, CPU seconds, peak MiB."""
+
+
 def bench(args: argparse.Namespace) -> None:
-    """Run every size and print the side-by-side table."""
+    """Run every size (and candidate count) and print the side-by-side table."""
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
-    print(f"{'decisions':>11} {'implementation':<15} {'median s':>9} {'CPU s':>7} {'runs':>5} "
+    print(f"{'decisions':>11} {'cand.':>5} {'implementation':<15} {'median s':>9} {'CPU s':>7} {'runs':>5} "
           f"{'peak MiB':>9} {'speed-up':>9}")
+    sides = args.only or (("duckdb", "spark") if args.engine == "spark" else ("duckdb", "pandas"))
     for decisions in args.decisions:
-        root = ensure_data(args.data_dir, decisions, args.candidates, audited=args.audited)
-        results: dict[str, list[tuple[float, float, float]]] = {}
-        sides = ("duckdb", "spark") if args.engine == "spark" else ("duckdb", "pandas")
-        for kind in args.only or sides:
-            out = args.data_dir / f"out-{kind}-{decisions}-{args.candidates}"
-            results[kind] = [measure(kind, root, out) for _ in range(args.repeats)]
-        base = statistics.median(t for t, _, _ in results.get("pandas", next(iter(results.values()))))
-        for kind, runs in results.items():
-            median = statistics.median(t for t, _, _ in runs)
-            cpu = statistics.median(c for _, c, _ in runs)
-            peak = max(p for _, _, p in runs)
-            print(f"{decisions:>11,} {kind:<15} {median:>9.1f} {cpu:>7.1f} {len(runs):>5} {peak:>9.0f} "
-                  f"{base / median:>8.1f}x   runs: {', '.join(f'{t:.1f}' for t, _, _ in runs)}", flush=True)
-        if len(results) < 2 or "pandas" not in results:
-            continue
-        duck_out = args.data_dir / f"out-duckdb-{decisions}-{args.candidates}"
-        pandas_out = args.data_dir / f"out-pandas-{decisions}-{args.candidates}"
-        gap = agreement_gap(duck_out, pandas_out)
-        print(f"{'':>11} max |duckdb - pandas| on agreement, ECE, Brier, log-loss: {gap:.2e}", flush=True)
-        if args.candidates > 1:
-            print(f"{'':>11} paired: {paired_gap(duck_out, pandas_out)}", flush=True)
+        roots = {c: ensure_data(args.data_dir, decisions, c, audited=args.audited) for c in args.candidates}
+        results: dict[int, dict[str, Runs]] = {c: {kind: [] for kind in sides} for c in args.candidates}
+        for _ in range(args.repeats):  # round-robin, so a drift of the machine's speed reaches every count
+            for candidates in args.candidates:
+                for kind in sides:
+                    out = args.data_dir / f"out-{kind}-{decisions}-{candidates}"
+                    results[candidates][kind].append(measure(kind, roots[candidates], out))
+        for candidates, by_kind in results.items():
+            report(args, decisions, candidates, by_kind)
+        if len(args.candidates) > 1:
+            first = {c: median(by_kind[sides[0]]) for c, by_kind in results.items()}
+            print(beyond_the_first(first, sides[0]), flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
+
+
+def median(runs: Runs) -> float:
+    """The median job seconds of some runs."""
+    return statistics.median(t for t, _, _ in runs)
+
+
+def report(args: argparse.Namespace, decisions: int, candidates: int, results: dict[str, Runs]) -> None:
+    """One size's and candidate count's rows, then how far DuckDB and pandas disagree where both ran."""
+    base = median(results.get("pandas", next(iter(results.values()))))
+    for kind, runs in results.items():
+        cpu = statistics.median(c for _, c, _ in runs)
+        peak = max(p for _, _, p in runs)
+        times = ", ".join(f"{t:.1f}" for t, _, _ in runs)
+        print(f"{decisions:>11,} {candidates:>5} {kind:<15} {median(runs):>9.1f} {cpu:>7.1f} {len(runs):>5} "
+              f"{peak:>9.0f} {base / median(runs):>8.1f}x   runs: {times}", flush=True)
+    if len(results) < 2 or "pandas" not in results:
+        return
+    duck_out = args.data_dir / f"out-duckdb-{decisions}-{candidates}"
+    pandas_out = args.data_dir / f"out-pandas-{decisions}-{candidates}"
+    gap = agreement_gap(duck_out, pandas_out)
+    print(f"{'':>17} max |duckdb - pandas| on agreement, ECE, Brier, log-loss: {gap:.2e}", flush=True)
+    if candidates > 1:
+        print(f"{'':>17} paired: {paired_gap(duck_out, pandas_out)}", flush=True)
+
+
+def beyond_the_first(seconds: dict[int, float], kind: str) -> str:
+    """Whether ``kind``'s median seconds grow at most linearly in the candidates beyond the fewest.
+
+    The step from the fewest candidates to the next count is the unit: with 1, 2 and 4, the four-candidate
+    run may cost at most 3 x (T2 - T1) more than the one-candidate run.
+    """
+    (first, t_first), (second, t_second), *more = sorted(seconds.items())
+    unit = (t_second - t_first) / (second - first)
+    lines = [f"{'':>17} {kind}, each candidate beyond {first}: {unit:.1f} s from {first} to {second}"]
+    for count, t in more:
+        linear = unit * (count - first)
+        verdict = "at most linear" if t - t_first <= linear else "more than linear"
+        lines.append(f"{'':>17} {count} candidates: T{count} - T{first} = {t - t_first:.1f} s against "
+                     f"{count - first} x {unit:.1f} = {linear:.1f} s: {verdict}")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -244,8 +282,9 @@ def main() -> None:
     )
     parser.add_argument("--decisions", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--candidates", type=int, choices=[1, 2, 4], default=1,
-                        help="2: a challenger, an identity change mid-W46; 4: two more challengers")
+    parser.add_argument("--candidates", type=int, choices=[1, 2, 4], nargs="+", default=[1],
+                        help="2: a challenger, an identity change mid-W46; 4: two more challengers; several "
+                             "counts: runs round-robin, then the cost of each candidate beyond the first")
     parser.add_argument("--audited", action="store_true",
                         help="records with each week's audit sample answered (about 0.9%% audited at 10M)")
     parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",

@@ -1,0 +1,54 @@
+"""``bench/pipelines.py`` with several candidate counts: a row per count, then the cost beyond the first.
+
+The line is how the job's scaling in candidates is read (at most linear beyond the first); these runs keep it
+computed from the very medians the table prints, and its verdict the right way round.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.pipelines import beyond_the_first
+
+TOOL = Path(__file__).resolve().parents[2] / "bench" / "pipelines.py"
+ROW = re.compile(r"^ +[\d,]+ +(?P<candidates>\d) duckdb +(?P<median>[\d.]+) +[\d.]+ +1 +\d+ +[\d.]+x"
+                 r"   runs: ")
+STEP = re.compile(r"^ +duckdb, each candidate beyond 1: (?P<unit>[\d.-]+) s from 1 to 2$")
+FOUR = re.compile(r"^ +4 candidates: T4 - T1 = (?P<cost>[\d.-]+) s against 3 x (?P<unit>[\d.-]+) = "
+                  r"(?P<linear>[\d.-]+) s: (?P<verdict>at most linear|more than linear)$")
+
+
+def test_the_verdict_compares_the_cost_beyond_the_first_with_the_first_step() -> None:
+    """Exactly linear passes; a tenth of a second over does not; the unit is per candidate."""
+    assert beyond_the_first({1: 10.0, 2: 20.0, 4: 40.0}, "duckdb").endswith(
+        "4 candidates: T4 - T1 = 30.0 s against 3 x 10.0 = 30.0 s: at most linear")
+    assert beyond_the_first({4: 40.1, 1: 10.0, 2: 20.0}, "duckdb").endswith(": more than linear")
+    assert "each candidate beyond 2: 5.0 s from 2 to 4" in beyond_the_first({2: 20.0, 4: 30.0}, "duckdb")
+
+
+@pytest.mark.slow
+def test_one_row_per_candidate_count_then_the_cost_beyond_the_first(tmp_path: Path) -> None:
+    """20,000 audited decisions with 1, 2 and 4 candidates, one DuckDB run each, round-robin."""
+    done = subprocess.run(  # noqa: S603  (our own script)
+        [sys.executable, "-P", str(TOOL), "--decisions", "20000", "--repeats", "1", "--only", "duckdb",
+         "--audited", "--candidates", "1", "2", "4", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, check=False, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    rows = {int(m["candidates"]): float(m["median"]) for m in map(ROW.match, lines) if m}
+    assert sorted(rows) == [1, 2, 4], done.stdout
+    step = next(m for m in map(STEP.match, lines) if m)
+    four = next(m for m in map(FOUR.match, lines) if m)
+    unit = rows[2] - rows[1]  # the printed medians, rounded to 0.1 s: the line may differ by rounding only
+    assert float(step["unit"]) == pytest.approx(unit, abs=0.11)
+    assert float(four["cost"]) == pytest.approx(rows[4] - rows[1], abs=0.11)
+    assert float(four["linear"]) == pytest.approx(3 * float(four["unit"]), abs=0.2)  # 3 x a rounded unit
+    cost, linear = float(four["cost"]), float(four["linear"])
+    if cost != linear:  # equal as printed: the verdict compares the unrounded seconds
+        assert four["verdict"] == ("at most linear" if cost < linear else "more than linear")
