@@ -96,6 +96,27 @@ def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], set
         step("write")
 
 
+def build_all(con: Any, models: list[Model], files: Any, settings: Any, step: Any) -> None:
+    """Every model, as the tree's runner builds them: in passes, a pass far larger than memory on disk."""
+    from pipelines import runner  # noqa: PLC0415
+
+    if hasattr(runner, "decision_store"):  # trees that keep a pass far larger than memory in a file
+        store = runner.decision_store(settings)
+        passes = files.passes(settings.pass_mb * 2**20)
+        print(f"passes: {passes}, on disk: {[store.on_disk(files.subset(p)) for p in passes]}")
+        try:
+            runner.build_passes(con, models, files, passes, step, store=store)
+        finally:
+            store.close(con)
+    elif hasattr(runner, "build_passes"):  # trees that group the decision types into passes
+        passes = files.passes(settings.pass_mb * 2**20)
+        print(f"passes: {passes}")
+        runner.build_passes(con, models, files, passes, step)
+    else:
+        runner.build(con, models, step, files)
+        runner.check_segments(con)
+
+
 def profile(con: Any, models: list[Model], target: str, files: Any, floor: float) -> None:
     """Build the models before ``target`` over the largest type's files; then ``target``, profiled."""
     from bench.profile_decisions import operator_lines  # noqa: PLC0415  (imports the package)
@@ -195,13 +216,7 @@ def main() -> None:
             parser.error(f"--profile: no model is named {args.profile!r}")
         profile(con, models, args.profile, files, args.floor)
         return
-    if hasattr(runner, "build_passes"):  # trees that group the decision types into passes
-        passes = files.passes(settings.pass_mb * 2**20)
-        print(f"passes: {passes}")
-        runner.build_passes(con, models, files, passes, lambda model: step(model.name))
-    else:
-        runner.build(con, models, lambda model: step(model.name), files)
-        runner.check_segments(con)
+    build_all(con, models, files, settings, lambda model: step(model.name))
     with tempfile.TemporaryDirectory() as out:
         write_marts(con, Path(out), span, step, settings)
     print(f"{'step':<26} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'DuckDB MiB':>11}")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from pipelines.bind import bind_config
+from pipelines.decision_store import DecisionStore, size_bytes
 from pipelines.errors import PipelinesError
 from pipelines.ledger import carry, chosen_weeks
 from pipelines.output import write_marts
@@ -72,8 +73,7 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     # Only a speed-up: a value DuckDB will not take for it leaves the default allocator.
     with contextlib.suppress(duckdb.Error):
         con.execute("set block_allocator_memory = $limit", {"limit": settings.memory_limit})
-    spill = settings.temp_directory or Path(tempfile.gettempdir()) / "semif-pipelines-duckdb"
-    con.execute("set temp_directory = $dir", {"dir": str(spill)})
+    con.execute("set temp_directory = $dir", {"dir": str(spill_directory(settings))})
     con.execute("set preserve_insertion_order = false")
     if settings.threads is not None:
         con.execute("set threads = $threads", {"threads": settings.threads})
@@ -81,17 +81,29 @@ def connect(settings: PipelineSettings, database: str = ":memory:") -> duckdb.Du
     return con
 
 
+def spill_directory(settings: PipelineSettings) -> Path:
+    """Where DuckDB spills (``PIPELINES_TEMP_DIRECTORY``, else a folder under the system's temp directory)."""
+    return settings.temp_directory or Path(tempfile.gettempdir()) / "semif-pipelines-duckdb"
+
+
+def decision_store(settings: PipelineSettings) -> DecisionStore:
+    """The run's choice of where each pass keeps ``int_decisions`` (``pipelines.decision_store``)."""
+    return DecisionStore(size_bytes(settings.memory_limit), spill_directory(settings))
+
+
 def build(
     con: duckdb.DuckDBPyConnection,
     models: list[Model],
     on_step: Callable[[Model], None] | None = None,
     files: WindowFiles | None = None,
+    store: DecisionStore | None = None,
 ) -> dict[str, float]:
     """Create every model in order; return seconds per model.
 
     With the window's ``files``, ``int_decisions`` (the join of proposals and outcomes, whose hash tables
-    dominate the job's memory) is built one decision type at a time, largest first. The columns
-    ``SPENT_AFTER`` names are dropped once the last model reading them is built.
+    dominate the job's memory) is built one decision type at a time, largest first, where ``store`` says
+    (in memory without one). The columns ``SPENT_AFTER`` names are dropped once the last model reading
+    them is built.
     """
     seconds: dict[str, float] = {}
     for model in models:
@@ -99,7 +111,7 @@ def build(
         try:
             with optimizers_off(con, model.name):
                 if model.name == BUILT_BY_TYPE:
-                    build_by_type(con, model, files)
+                    build_by_type(con, model, files, store)
                 else:
                     con.execute(model.create_statement())
             if model.name in SPENT_AFTER:
@@ -124,16 +136,17 @@ def build_passes(  # noqa: PLR0913
     on_step: Callable[[Model], None] | None = None,
     *,
     keep: bool = False,
+    store: DecisionStore | None = None,
 ) -> dict[str, float]:
     """Build every model once per pass (a group of decision types, ``WindowFiles.passes``); seconds per model.
 
     Every model keys its rows by decision type, so a mart over several passes is the union of each pass's
     rows. Between passes the marts (and with ``keep`` every table) are set aside under a per-pass name and
     the rest is dropped, so a pass holds only its own types' decisions; the parts are united at the end.
-    ``on_step`` is called after every model of every pass.
+    ``on_step`` is called after every model of every pass; ``store`` as ``build``'s.
     """
     if len(passes) == 1:
-        built = build(con, models, on_step, files)
+        built = build(con, models, on_step, files, store)
         check_segments(con)
         return built
     seconds: dict[str, float] = {}
@@ -142,7 +155,7 @@ def build_passes(  # noqa: PLR0913
     for index, types in enumerate(passes):
         part = files.subset(types)
         part.register(con)
-        for name, spent in build(con, models, on_step, part).items():
+        for name, spent in build(con, models, on_step, part, store).items():
             seconds[name] = seconds.get(name, 0.0) + spent
         check_segments(con)
         for model in tables:
@@ -205,15 +218,24 @@ def optimizers_off(con: duckdb.DuckDBPyConnection, name: str) -> Iterator[None]:
         con.execute("reset disabled_optimizers")
 
 
-def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None) -> None:
-    """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several."""
+def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFiles | None,
+                  store: DecisionStore | None = None) -> None:
+    """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several.
+
+    In memory, or in ``store``'s file (uncompressed) where it says the pass is too large for memory.
+    """
     types = files.types_largest_first() if files is not None and len(files.proposals) > 1 else [None]
+    target = store.target(con, model.name) if store is not None and store.on_disk(files) else None
+    if target is not None:
+        con.execute("set force_compression = 'uncompressed'")
     try:
         for index, decision_type in enumerate(types):
             if files is not None and decision_type is not None:
                 files.register(con, decision_type)
-            con.execute(model.create_statement() if index == 0 else model.insert_statement())
+            con.execute(model.create_statement(target) if index == 0 else model.insert_statement(target))
     finally:
+        if target is not None:
+            con.execute("reset force_compression")
         if files is not None:
             files.register(con)
 
@@ -269,6 +291,7 @@ def run(
     """
     keep = con is not None
     con = con if con is not None else connect(job.settings)
+    store = None if keep else decision_store(job.settings)  # kept tables stay in the caller's database
     window = job.window
     try:
         result = RunResult(weeks=[m.isoformat() for m in window.targets()])
@@ -278,7 +301,7 @@ def run(
         passes = files.passes(job.settings.pass_mb * 2**20)
         models = load_models()
         step = spread(on_step, models, len(passes))
-        result.seconds = build_passes(con, models, files, passes, step, keep=keep)
+        result.seconds = build_passes(con, models, files, passes, step, keep=keep, store=store)
         if job.out is not None:
             result.rows = write_job_marts(con, job.out, window, on_step, job.settings.evidence_alpha,
                                           chosen_weeks(job.settings.policies))
@@ -286,6 +309,9 @@ def run(
         raise PipelinesError(out_of_memory(con, "the run")) from exc
     except duckdb.Error as exc:
         raise PipelinesError(f"DuckDB: {exc}") from exc
+    finally:
+        if store is not None:
+            store.close(con)
     return result
 
 

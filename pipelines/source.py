@@ -174,7 +174,8 @@ class WindowFiles:
             return {t: f for t, f in files.items() if t in decision_types}
 
         return replace(self, proposals=only(self.proposals), outcomes=only(self.outcomes),
-                       drops=only(self.drops), audit_samples=only(self.audit_samples))
+                       drops=only(self.drops), audit_samples=only(self.audit_samples),
+                       proposal_bytes={t: n for t, n in self.proposal_bytes.items() if t in decision_types})
 
     def chosen(self, decision_type: str | None = None) -> dict[str, list[str]]:
         """Each dataset's files, of every type (in type order) or of one type."""

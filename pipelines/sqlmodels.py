@@ -130,13 +130,13 @@ class Model:
         """Whether the model is written out as a mart."""
         return self.layer == "marts"
 
-    def create_statement(self) -> str:
-        """``create or replace <kind> <name> as <sql>``."""
-        return f"create or replace {self.kind} {quote_ident(self.name)} as\n{self.sql}"
+    def create_statement(self, target: str | None = None) -> str:
+        """``create or replace <kind> <name> as <sql>``; ``target``: another (quoted, qualified) name."""
+        return f"create or replace {self.kind} {target or quote_ident(self.name)} as\n{self.sql}"
 
-    def insert_statement(self) -> str:
+    def insert_statement(self, target: str | None = None) -> str:
         """``insert into <name> <sql>``: more rows for a table built in parts."""
-        return f"insert into {quote_ident(self.name)}\n{self.sql}"
+        return f"insert into {target or quote_ident(self.name)}\n{self.sql}"
 
 
 def quote_ident(name: str) -> str:

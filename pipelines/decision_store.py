@@ -1,0 +1,89 @@
+"""Where a pass keeps ``int_decisions``: in DuckDB's memory, or in a DuckDB file when the pass is far larger.
+
+A pass's decisions table is about 160 bytes a proposal. Beyond ``memory_limit`` DuckDB spills it to its temp
+files, and an in-memory table's block is written there again each time a later model reads it back and it is
+evicted once more: where the table is several times the limit, every model after ``int_decisions`` writes
+about as much as it reads. A table in a DuckDB file is written once, when it is built (uncompressed: as cheap
+to write as a spill), and an evicted block is only dropped. So a pass whose proposals' Parquet bytes pass
+``ON_DISK_RATIO`` times the memory limit builds ``int_decisions`` in a file under the spill directory,
+attached for the run and removed after it; the models read it by name through DuckDB's search path. The
+marts are the same either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipelines.sqlmodels import quote_ident
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import duckdb
+
+    from pipelines.source import WindowFiles
+
+ON_DISK_RATIO = 1.25
+"""A pass goes to disk where its proposals' Parquet bytes are more than this many times ``memory_limit``."""
+
+ALIAS = "pass_decisions"
+"""The name the file is attached under."""
+
+UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+         "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+"""DuckDB's size units (``1GB`` is 10^9 bytes, ``1GiB`` 2^30), lower-cased."""
+
+
+def size_bytes(text: str) -> int | None:
+    """A DuckDB size setting (``1250MB``, ``8 GiB``) in bytes; None where it is not one (a percentage)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if match is None or match[2].lower() not in UNITS:
+        return None
+    return int(float(match[1]) * UNITS[match[2].lower()])
+
+
+@dataclass
+class DecisionStore:
+    """Chooses, per pass, the table ``int_decisions`` is built as; owns the file while one is attached."""
+
+    limit: int | None
+    directory: Path
+    path: Path | None = None
+
+    def on_disk(self, files: WindowFiles | None) -> bool:
+        """Whether this pass's decisions go to the file (never without a known limit or the pass's files)."""
+        if self.limit is None or files is None:
+            return False
+        return sum(files.proposal_bytes.get(t, 0) for t in files.proposals) > ON_DISK_RATIO * self.limit
+
+    def target(self, con: duckdb.DuckDBPyConnection, name: str) -> str:
+        """The qualified name of ``name`` in the file, attaching it and adding it to the search path once."""
+        if self.path is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self.directory / f"decisions-{os.getpid()}-{secrets.token_hex(4)}.duckdb"
+            ((database,),) = con.sql("select current_database()").fetchall()
+            con.execute(f"attach '{str(path).replace(chr(39), chr(39) * 2)}' as {ALIAS}")
+            self.path = path
+            con.execute("set search_path = $path", {"path": f"{quote_ident(database)}.main,{ALIAS}.main"})
+        return f"{ALIAS}.main.{quote_ident(name)}"
+
+    def close(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Detach and delete the file, if one was attached (its tables go with it)."""
+        if self.path is None:
+            return
+        path, self.path = self.path, None
+        try:
+            with contextlib.suppress(Exception):  # the connection may be broken: the files still go
+                for (table,) in con.sql("select table_name from duckdb_tables() where database_name = $db",
+                                        params={"db": ALIAS}).fetchall():
+                    con.execute(f"drop table {ALIAS}.main.{quote_ident(table)}")  # no checkpoint of its rows
+                con.execute("reset search_path")
+                con.execute(f"detach {ALIAS}")
+        finally:
+            for leftover in (path, path.with_name(path.name + ".wal")):
+                leftover.unlink(missing_ok=True)

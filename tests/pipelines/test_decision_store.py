@@ -1,0 +1,103 @@
+"""A pass far larger than memory keeps ``int_decisions`` in a DuckDB file: the same marts, the file removed.
+
+The records here are small, so ``ON_DISK_RATIO`` is set to 0 to send every pass to the file; what the file
+changes is where the table's blocks live, never what the models compute.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pipelines import decision_store, runner
+from pipelines.decision_store import DecisionStore, size_bytes
+from pipelines.prices import load_prices
+from pipelines.settings import PipelineSettings
+from pipelines.source import WindowFiles
+from pipelines.storage import open_root
+from pipelines.weeks import window
+from tests.pipelines.harness import AS_OF, FIRST, LAST, Computed
+from tests.pipelines.marts_equal import mart_files, unequal_marts
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def job(root: Path, out: Path, settings: PipelineSettings) -> runner.Job:
+    """The harness's window over ``root``, written to ``out``, run as the CLI runs (no connection kept)."""
+    span = window(FIRST, LAST, settings.reference_weeks, AS_OF, dt.timedelta(days=settings.maturity_lag_days))
+    return runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out)
+
+
+def files_in(folder: Path) -> list[str]:
+    """The decision files (and their write-ahead logs) under the spill folder, not DuckDB's own temp files."""
+    return sorted(p.name for p in folder.glob("decisions-*")) if folder.exists() else []
+
+
+def test_sizes_read_as_duckdb_reads_them() -> None:
+    """Decimal and binary units, spaces and case as DuckDB takes them; a percentage is no size."""
+    assert size_bytes("1250MB") == 1_250_000_000
+    assert size_bytes("8 GiB") == 8 * 2**30
+    assert size_bytes("1.5gb") == 1_500_000_000
+    assert size_bytes("4096") == 4096
+    assert size_bytes("80%") is None
+    assert size_bytes("lots") is None
+
+
+def test_only_a_pass_past_the_ratio_goes_to_disk(tmp_path: Path) -> None:
+    """The pass's own proposal bytes against the ratio times the limit; no known limit: memory."""
+    def pass_of(size: int) -> WindowFiles:
+        return WindowFiles(open_root(str(tmp_path)), proposals={"a": ["x.parquet"]}, outcomes={},
+                           proposal_bytes={"a": size, "b": 10**12})  # "b": another pass's type
+
+    limit = 1_000_000
+    store = DecisionStore(limit, tmp_path)
+    assert not store.on_disk(pass_of(int(decision_store.ON_DISK_RATIO * limit)))
+    assert store.on_disk(pass_of(int(decision_store.ON_DISK_RATIO * limit) + 1))
+    assert not DecisionStore(None, tmp_path).on_disk(pass_of(10**12))
+    assert not store.on_disk(None)
+
+
+def test_decisions_on_disk_give_the_same_marts_and_the_file_is_removed(
+    computed: Computed, records_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every pass on disk (two: the file outlives the first pass's table): the in-memory run's marts.
+
+    The file exists while the models read it and is gone after the run.
+    """
+    monkeypatch.setattr(decision_store, "ON_DISK_RATIO", 0.0)
+    spill = tmp_path / "spill"
+    settings = PipelineSettings(pass_mb=0, temp_directory=spill)
+    seen: dict[str, list[str]] = {}
+
+    def step(name: str) -> None:
+        seen.setdefault(name, files_in(spill))
+
+    runner.run(job(records_root, tmp_path / "out", settings), step)
+    assert len([f for f in seen["latency"] if f.endswith(".duckdb")]) == 1, seen  # one, for both passes
+    assert files_in(spill) == []
+    assert mart_files(tmp_path / "out") == mart_files(computed.out)
+    assert not unequal_marts(computed.out, tmp_path / "out")
+
+
+def test_a_failed_run_removes_the_file(
+    records_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped after ``int_decisions`` was built on disk leaves no file behind."""
+    monkeypatch.setattr(decision_store, "ON_DISK_RATIO", 0.0)
+    spill = tmp_path / "spill"
+    settings = PipelineSettings(temp_directory=spill)
+
+    def stop_at(model: str) -> Callable[[str], None]:
+        def step(name: str) -> None:
+            if name == model:
+                assert files_in(spill), "the decisions were not on disk"
+                raise RuntimeError("stopped")
+        return step
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        runner.run(job(records_root, tmp_path / "out", settings), stop_at("latency"))
+    assert files_in(spill) == []
