@@ -5,7 +5,7 @@ files, and an in-memory table's block is written there again each time a later m
 evicted once more: where the table is several times the limit, every model after ``int_decisions`` writes
 about as much as it reads. A table in a DuckDB file is written once, when it is built (uncompressed: as cheap
 to write as a spill), and an evicted block is only dropped. So a pass whose proposals' Parquet bytes pass
-``ON_DISK_RATIO`` times the memory limit builds ``int_decisions`` in a file under the spill directory,
+``PIPELINES_DISK_RATIO`` times the memory limit builds ``int_decisions`` in a file under the spill directory,
 attached for the run and removed after it; the models read it by name through DuckDB's search path. The
 marts are the same either way.
 """
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
     from pipelines.source import WindowFiles
 
-ON_DISK_RATIO = 1.25
-"""A pass goes to disk where its proposals' Parquet bytes are more than this many times ``memory_limit``."""
-
 ALIAS = "pass_decisions"
 """The name the file is attached under."""
 
@@ -52,19 +49,22 @@ class DecisionStore:
     """Chooses, per pass, the table ``int_decisions`` is built as; owns the file while one is attached."""
 
     limit: int | None
+    """``memory_limit`` in bytes (None: not a size, so every pass stays in memory)."""
+    ratio: float
+    """A pass goes to disk where its proposals' Parquet bytes pass ``ratio`` x ``limit`` (0: never)."""
     directory: Path
     path: Path | None = None
 
     def on_disk(self, files: WindowFiles | None) -> bool:
         """Whether this pass's decisions go to the file (never without a known limit or the pass's files)."""
-        if self.limit is None or files is None:
+        if self.limit is None or files is None or not self.ratio:
             return False
-        return sum(files.proposal_bytes.get(t, 0) for t in files.proposals) > ON_DISK_RATIO * self.limit
+        return sum(files.proposal_bytes.get(t, 0) for t in files.proposals) > self.ratio * self.limit
 
     def target(self, con: duckdb.DuckDBPyConnection, name: str) -> str:
         """The qualified name of ``name`` in the file, attaching it and adding it to the search path once."""
         if self.path is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # the decisions are the job's alone
             path = self.directory / f"decisions-{os.getpid()}-{secrets.token_hex(4)}.duckdb"
             ((database,),) = con.sql("select current_database()").fetchall()
             con.execute(f"attach '{str(path).replace(chr(39), chr(39) * 2)}' as {ALIAS}")

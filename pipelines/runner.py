@@ -4,7 +4,8 @@ Phases, in the order `run` takes them: ``connect`` (unless a connection is hande
 (bind.py: ``run_params``, the ``cfg_*`` tables, the window variables) -> ``register_window`` (source.py:
 list, check and register the raw relations) -> ``build_passes`` (the decision types grouped into passes
 of at most ``PIPELINES_PASS_MB`` of proposals; per pass ``build``, every model in order with
-``int_decisions`` one type at a time, then ``check_segments``; the marts united) -> ``write_marts``
+``int_decisions`` one type at a time, in memory or, for a pass far larger than memory, in a DuckDB file
+(``decision_store.py``), then ``check_segments``; the marts united) -> ``write_marts``
 (output.py, only with an output folder).
 Every step is deterministic (ordered ties, hash-seeded bootstrap), and a week's outputs are replaced
 whole, so rerunning a week gives the same result unless late outcomes arrived in between.
@@ -88,7 +89,7 @@ def spill_directory(settings: PipelineSettings) -> Path:
 
 def decision_store(settings: PipelineSettings) -> DecisionStore:
     """The run's choice of where each pass keeps ``int_decisions`` (``pipelines.decision_store``)."""
-    return DecisionStore(size_bytes(settings.memory_limit), spill_directory(settings))
+    return DecisionStore(size_bytes(settings.memory_limit), settings.disk_ratio, spill_directory(settings))
 
 
 def build(

@@ -84,6 +84,11 @@ class PipelineSettings(BaseSettings):
         default=512, ge=0,
         description="proposals' Parquet MB one pass of the models reads (whole decision types; 0: one each)",
     )
+    disk_ratio: float = Field(
+        default=1.25, ge=0,
+        description="a pass whose proposals' Parquet bytes pass this many times memory_limit keeps "
+                    "int_decisions in a DuckDB file under temp_directory (0: never)",
+    )
     threads: int | None = Field(default=None, ge=1, description="DuckDB threads (default: all cores)")
 
 

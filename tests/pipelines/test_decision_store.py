@@ -1,7 +1,7 @@
 """A pass far larger than memory keeps ``int_decisions`` in a DuckDB file: the same marts, the file removed.
 
-The records here are small, so ``ON_DISK_RATIO`` is set to 0 to send every pass to the file; what the file
-changes is where the table's blocks live, never what the models compute.
+The records here are small, so ``PIPELINES_DISK_RATIO`` is set near 0 to send every pass to the file; what
+the file changes is where the table's blocks live, never what the models compute.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pipelines import decision_store, runner
+from pipelines import runner
 from pipelines.decision_store import DecisionStore, size_bytes
 from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
@@ -48,29 +48,29 @@ def test_sizes_read_as_duckdb_reads_them() -> None:
 
 
 def test_only_a_pass_past_the_ratio_goes_to_disk(tmp_path: Path) -> None:
-    """The pass's own proposal bytes against the ratio times the limit; no known limit: memory."""
+    """The pass's own proposal bytes against the ratio times the limit; no known limit or ratio 0: memory."""
     def pass_of(size: int) -> WindowFiles:
         return WindowFiles(open_root(str(tmp_path)), proposals={"a": ["x.parquet"]}, outcomes={},
                            proposal_bytes={"a": size, "b": 10**12})  # "b": another pass's type
 
-    limit = 1_000_000
-    store = DecisionStore(limit, tmp_path)
-    assert not store.on_disk(pass_of(int(decision_store.ON_DISK_RATIO * limit)))
-    assert store.on_disk(pass_of(int(decision_store.ON_DISK_RATIO * limit) + 1))
-    assert not DecisionStore(None, tmp_path).on_disk(pass_of(10**12))
+    limit, ratio = 1_000_000, PipelineSettings().disk_ratio
+    store = DecisionStore(limit, ratio, tmp_path)
+    assert not store.on_disk(pass_of(int(ratio * limit)))
+    assert store.on_disk(pass_of(int(ratio * limit) + 1))
+    assert not DecisionStore(None, ratio, tmp_path).on_disk(pass_of(10**12))
+    assert not DecisionStore(limit, 0.0, tmp_path).on_disk(pass_of(10**12))
     assert not store.on_disk(None)
 
 
 def test_decisions_on_disk_give_the_same_marts_and_the_file_is_removed(
-    computed: Computed, records_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    computed: Computed, records_root: Path, tmp_path: Path
 ) -> None:
     """Every pass on disk (two: the file outlives the first pass's table): the in-memory run's marts.
 
     The file exists while the models read it and is gone after the run.
     """
-    monkeypatch.setattr(decision_store, "ON_DISK_RATIO", 0.0)
     spill = tmp_path / "spill"
-    settings = PipelineSettings(pass_mb=0, temp_directory=spill)
+    settings = PipelineSettings(pass_mb=0, temp_directory=spill, disk_ratio=1e-9)
     seen: dict[str, list[str]] = {}
 
     def step(name: str) -> None:
@@ -83,13 +83,10 @@ def test_decisions_on_disk_give_the_same_marts_and_the_file_is_removed(
     assert not unequal_marts(computed.out, tmp_path / "out")
 
 
-def test_a_failed_run_removes_the_file(
-    records_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_run_removes_the_file(records_root: Path, tmp_path: Path) -> None:
     """A run stopped after ``int_decisions`` was built on disk leaves no file behind."""
-    monkeypatch.setattr(decision_store, "ON_DISK_RATIO", 0.0)
     spill = tmp_path / "spill"
-    settings = PipelineSettings(temp_directory=spill)
+    settings = PipelineSettings(temp_directory=spill, disk_ratio=1e-9)
 
     def stop_at(model: str) -> Callable[[str], None]:
         def step(name: str) -> None:
