@@ -44,6 +44,33 @@ def size_bytes(text: str) -> int | None:
     return int(float(match[1]) * UNITS[match[2].lower()])
 
 
+LEFTOVER = re.compile(r"decisions-(\d+)-[0-9a-f]{8}\.duckdb(\.wal)?")
+"""A decisions file's name: the process that made it, a random part, and DuckDB's write-ahead log."""
+
+
+def remove_leftovers(directory: Path) -> list[str]:
+    """Delete the decisions files of runs whose process is gone (killed before it could); their names."""
+    removed = []
+    for leftover in directory.iterdir():
+        match = LEFTOVER.fullmatch(leftover.name)
+        if match is None or alive(int(match[1])):
+            continue
+        leftover.unlink(missing_ok=True)
+        removed.append(leftover.name)
+    return removed
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this id exists (another user's counts: its file is not ours to remove)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass
 class DecisionStore:
     """Chooses, per pass, the table ``int_decisions`` is built as; owns the file while one is attached."""
@@ -65,6 +92,7 @@ class DecisionStore:
         """The qualified name of ``name`` in the file, attaching it and adding it to the search path once."""
         if self.path is None:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # the decisions are the job's alone
+            remove_leftovers(self.directory)
             path = self.directory / f"decisions-{os.getpid()}-{secrets.token_hex(4)}.duckdb"
             ((database,),) = con.sql("select current_database()").fetchall()
             con.execute(f"attach '{str(path).replace(chr(39), chr(39) * 2)}' as {ALIAS}")

@@ -7,12 +7,14 @@ the file changes is where the table's blocks live, never what the models compute
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pipelines import runner
-from pipelines.decision_store import DecisionStore, size_bytes
+from pipelines.decision_store import DecisionStore, remove_leftovers, size_bytes
 from pipelines.prices import load_prices
 from pipelines.settings import PipelineSettings
 from pipelines.source import WindowFiles
@@ -98,3 +100,19 @@ def test_a_failed_run_removes_the_file(records_root: Path, tmp_path: Path) -> No
     with pytest.raises(RuntimeError, match="stopped"):
         runner.run(job(records_root, tmp_path / "out", settings), stop_at("latency"))
     assert files_in(spill) == []
+
+
+def test_the_files_of_a_killed_run_are_removed_and_a_live_runs_kept(tmp_path: Path) -> None:
+    """A file whose process is gone (a run killed before its cleanup) goes.
+
+    A live process's file stays, and so do files that are not ours.
+    """
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = int(done.stdout)
+    names = [f"decisions-{dead}-0123abcd.duckdb", f"decisions-{dead}-0123abcd.duckdb.wal",
+             "decisions-1-0123abcd.duckdb", "duckdb_temp_storage-0.tmp"]  # pid 1 is always alive
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    assert sorted(remove_leftovers(tmp_path)) == sorted(names[:2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[2:])
