@@ -218,17 +218,18 @@ def bench(args: argparse.Namespace) -> None:
     print(f"{'decisions':>11} {'cand.':>5} {'implementation':<15} {'median s':>9} {'CPU s':>7} {'runs':>5} "
           f"{'peak MiB':>9} {'speed-up':>9}")
     sides = args.only or (("duckdb", "spark") if args.engine == "spark" else ("duckdb", "pandas"))
+    counts = sorted(set(args.candidates))
     for decisions in args.decisions:
-        roots = {c: ensure_data(args.data_dir, decisions, c, audited=args.audited) for c in args.candidates}
-        results: dict[int, dict[str, Runs]] = {c: {kind: [] for kind in sides} for c in args.candidates}
+        roots = {c: ensure_data(args.data_dir, decisions, c, audited=args.audited) for c in counts}
+        results: dict[int, dict[str, Runs]] = {c: {kind: [] for kind in sides} for c in counts}
         for _ in range(args.repeats):  # round-robin, so a drift of the machine's speed reaches every count
-            for candidates in args.candidates:
+            for candidates in counts:
                 for kind in sides:
                     out = args.data_dir / f"out-{kind}-{decisions}-{candidates}"
                     results[candidates][kind].append(measure(kind, roots[candidates], out))
         for candidates, by_kind in results.items():
             report(args, decisions, candidates, by_kind)
-        if len(args.candidates) > 1:
+        if len(counts) > 1:
             first = {c: median(by_kind[sides[0]]) for c, by_kind in results.items()}
             print(beyond_the_first(first, sides[0]), flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
