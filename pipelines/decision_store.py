@@ -3,11 +3,11 @@
 A pass's decisions table is about 160 bytes a proposal. Beyond ``memory_limit`` DuckDB spills it to its temp
 files, and an in-memory table's block is written there again each time a later model reads it back and it is
 evicted once more: where the table is several times the limit, every model after ``int_decisions`` writes
-about as much as it reads. A table in a DuckDB file is written once, when it is built (uncompressed: as cheap
-to write as a spill), and an evicted block is only dropped. So a pass whose proposals' Parquet bytes pass
-``PIPELINES_DISK_RATIO`` times the memory limit builds ``int_decisions`` in a file under the spill directory,
-attached for the run and removed after it; the models read it by name through DuckDB's search path. The
-marts are the same either way.
+about as much as it reads. A table in a DuckDB file is written once, when it is built (uncompressed and not
+synced: as cheap to write as a spill), and an evicted block is only dropped. So a pass whose proposals'
+Parquet bytes pass ``PIPELINES_DISK_RATIO`` times the memory limit builds ``int_decisions`` in a file under
+the spill directory, attached for the pass and removed after it; the models read it by name through DuckDB's
+search path. The marts are the same either way.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class DecisionStore:
             ((database,),) = con.sql("select current_database()").fetchall()
             con.execute(f"attach '{str(path).replace(chr(39), chr(39) * 2)}' as {ALIAS}")
             self.path = path
+            con.execute("set fsync_mode = 'none'")  # a scratch file, removed after the pass: nothing to sync
             con.execute("set search_path = $path", {"path": f"{quote_ident(database)}.main,{ALIAS}.main"})
         return f"{ALIAS}.main.{quote_ident(name)}"
 
@@ -112,6 +113,8 @@ class DecisionStore:
                     con.execute(f"drop table {ALIAS}.main.{quote_ident(table)}")  # no checkpoint of its rows
                 con.execute("reset search_path")
                 con.execute(f"detach {ALIAS}")
+            with contextlib.suppress(Exception):  # whatever failed above, later files are synced again
+                con.execute("reset fsync_mode")
         finally:
             for leftover in (path, path.with_name(path.name + ".wal")):
                 leftover.unlink(missing_ok=True)

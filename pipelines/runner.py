@@ -144,11 +144,14 @@ def build_passes(  # noqa: PLR0913
     Every model keys its rows by decision type, so a mart over several passes is the union of each pass's
     rows. Between passes the marts (and with ``keep`` every table) are set aside under a per-pass name and
     the rest is dropped, so a pass holds only its own types' decisions; the parts are united at the end.
-    ``on_step`` is called after every model of every pass; ``store`` as ``build``'s.
+    ``on_step`` is called after every model of every pass; ``store`` as ``build``'s, its file removed after
+    each pass (a pass far larger than memory writes a new one rather than reuse the freed blocks of the last).
     """
     if len(passes) == 1:
         built = build(con, models, on_step, files, store)
         check_segments(con)
+        if store is not None:
+            store.close(con)
         return built
     seconds: dict[str, float] = {}
     tables = [m for m in models if m.kind == "table"]
@@ -165,6 +168,8 @@ def build_passes(  # noqa: PLR0913
                 con.execute(f"alter table {name} rename to {pass_table(model.name, index)}")
             else:
                 con.execute(f"drop table {name}")
+        if store is not None:
+            store.close(con)
     files.register(con)
     for name in kept:
         parts = [pass_table(name, index) for index in range(len(passes))]
@@ -223,7 +228,8 @@ def build_by_type(con: duckdb.DuckDBPyConnection, model: Model, files: WindowFil
                   store: DecisionStore | None = None) -> None:
     """Build the join of proposals and outcomes: one decision type at a time when ``files`` has several.
 
-    In memory, or in ``store``'s file (uncompressed) where it says the pass is too large for memory.
+    In memory, or in ``store``'s file (uncompressed; see its module) where it says the pass is too large for
+    memory.
     """
     types = files.types_largest_first() if files is not None and len(files.proposals) > 1 else [None]
     target = store.target(con, model.name) if store is not None and store.on_disk(files) else None

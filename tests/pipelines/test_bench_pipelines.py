@@ -52,3 +52,22 @@ def test_one_row_per_candidate_count_then_the_cost_beyond_the_first(tmp_path: Pa
     cost, linear = float(four["cost"]), float(four["linear"])
     if cost != linear:  # equal as printed: the verdict compares the unrounded seconds
         assert four["verdict"] == ("at most linear" if cost < linear else "more than linear")
+
+
+@pytest.mark.slow
+def test_a_runs_peak_memory_is_its_own_not_the_parents(tmp_path: Path) -> None:
+    """A run started while the benchmark's own process is large reports the run's memory, not the parent's.
+
+    The benchmark generates the records in its own process (gigabytes at 10M decisions) before it times
+    anything; each run's peak must still be that run's alone.
+    """
+    from bench.pipelines import ensure_data, measure  # noqa: PLC0415  (imports the records' writer)
+
+    root = ensure_data(tmp_path, 2_000, 2, audited=True)
+    ballast = bytearray(1536 * 2**20)
+    ballast[:: 4096] = b"\x01" * len(range(0, len(ballast), 4096))  # every page resident
+    seconds, cpu, peak = measure("duckdb", root, tmp_path / "out")
+    del ballast
+    assert seconds > 0
+    assert cpu > 0
+    assert 50 < peak < 1024, peak  # the DuckDB job on 2,000 decisions, far below the parent's 1.5 GiB

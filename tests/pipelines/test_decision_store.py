@@ -11,6 +11,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+import duckdb
 import pytest
 
 from pipelines import runner
@@ -65,21 +66,33 @@ def test_only_a_pass_past_the_ratio_goes_to_disk(tmp_path: Path) -> None:
 
 
 def test_decisions_on_disk_give_the_same_marts_and_the_file_is_removed(
-    computed: Computed, records_root: Path, tmp_path: Path
+    computed: Computed, records_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every pass on disk (two: the file outlives the first pass's table): the in-memory run's marts.
+    """Every pass on disk (two passes, a file each): the in-memory run's marts.
 
-    The file exists while the models read it and is gone after the run.
+    Each pass's file exists while its models read it and is removed when the pass ends, before the next
+    pass makes its own; none is left after the run.
     """
     spill = tmp_path / "spill"
     settings = PipelineSettings(pass_mb=0, temp_directory=spill, disk_ratio=1e-9)
     seen: dict[str, list[str]] = {}
+    closed: list[tuple[str, list[str]]] = []  # (the file closed, the decision files there as it closed)
+    close = DecisionStore.close
 
     def step(name: str) -> None:
         seen.setdefault(name, files_in(spill))
 
+    def closing(store: DecisionStore, con: duckdb.DuckDBPyConnection) -> None:
+        if store.path is not None:
+            closed.append((store.path.name, files_in(spill)))
+        close(store, con)
+
+    monkeypatch.setattr(DecisionStore, "close", closing)
     runner.run(job(records_root, tmp_path / "out", settings), step)
-    assert len([f for f in seen["latency"] if f.endswith(".duckdb")]) == 1, seen  # one, for both passes
+    assert len([f for f in seen["latency"] if f.endswith(".duckdb")]) == 1, seen
+    assert len(closed) == 2, closed  # one file per pass
+    assert closed[0][0] != closed[1][0]
+    assert all([f for f in there if f.endswith(".duckdb")] == [name] for name, there in closed), closed
     assert files_in(spill) == []
     assert mart_files(tmp_path / "out") == mart_files(computed.out)
     assert not unequal_marts(computed.out, tmp_path / "out")
@@ -116,3 +129,20 @@ def test_the_files_of_a_killed_run_are_removed_and_a_live_runs_kept(tmp_path: Pa
         (tmp_path / name).write_bytes(b"x")
     assert sorted(remove_leftovers(tmp_path)) == sorted(names[:2])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[2:])
+
+
+def test_the_file_is_not_synced_and_later_files_are(tmp_path: Path) -> None:
+    """The scratch file skips fsync while attached; closing it restores DuckDB's syncing for other files."""
+    con = duckdb.connect()
+    store = DecisionStore(2**30, 1.0, tmp_path)
+
+    def fsync() -> str:
+        ((mode,),) = con.sql("select current_setting('fsync_mode')").fetchall()
+        return str(mode).lower()
+
+    assert fsync() == "standard"
+    store.target(con, "int_decisions")
+    assert fsync() == "none"
+    store.close(con)
+    assert fsync() == "standard"
+    assert files_in(tmp_path) == []
