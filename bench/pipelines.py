@@ -62,17 +62,17 @@ def worker(kind: str, root: Path, out: Path) -> None:
 
         started = time.perf_counter()
         run(root, out, pd.Timestamp(AS_OF))
-    print(json.dumps({"seconds": time.perf_counter() - started, "peak_mib": own_peak_mib()}))
+    print(json.dumps({"seconds": time.perf_counter() - started, "peak_mib": peak_mib(os.getpid())}))
 
 
-def own_peak_mib() -> float:
-    """This process's peak resident memory since it started (``VmHWM``), MiB.
+def peak_mib(pid: int) -> float:
+    """A process's peak resident memory since its exec (``VmHWM``), MiB; 0 where it has none (a zombie).
 
     Not ``wait4``'s ``ru_maxrss``: Linux carries the parent's memory into a child's at its exec, so after a
     large data generation every run would report the generator's memory.
     """
-    status = Path("/proc/self/status").read_text(encoding="ascii")
-    return next(int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:"))
+    status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    return next((int(ln.split()[1]) / 1024 for ln in status.splitlines() if ln.startswith("VmHWM:")), 0.0)
 
 
 def spark_worker(root: Path, out: Path) -> None:
@@ -105,9 +105,8 @@ def tree_usage(root_pid: int) -> tuple[float, float]:
 
     peaks = [0.0]
     for pid in tree_pids(root_pid):
-        with contextlib.suppress(OSError):
-            status = Path(f"/proc/{pid}/status").read_text()
-            peaks += [int(ln.split()[1]) / 1024 for ln in status.splitlines() if ln.startswith("VmHWM:")]
+        with contextlib.suppress(OSError):  # gone since it was listed
+            peaks.append(peak_mib(pid))
     return tree_cpu_seconds(root_pid), max(peaks)
 
 
@@ -115,7 +114,7 @@ def measure(kind: str, root: Path, out: Path) -> tuple[float, float, float]:
     """Job seconds, process CPU seconds and peak RSS (MiB) of one run in a fresh process.
 
     The process is reaped with wait4 for its own CPU time (interpreter start and imports included); its peak
-    memory is the one it reports (``own_peak_mib``).
+    memory is the one it reports (``peak_mib``).
     """
     with tempfile.TemporaryFile("w+") as buf:
         command = [sys.executable, __file__, "--worker", kind, "--root", str(root), "--out", str(out)]
