@@ -14,8 +14,9 @@ place of each model of that name, and `--after latency=int_decisions` builds `la
 `int_decisions`.
 
 `--profile MODEL` instead builds the models before MODEL for the largest decision type only (the job's
-first pass), then MODEL once under DuckDB's profiler, and prints its operators as `bench/profile_decisions.py`
-does (CPU seconds summed over threads, at least `--floor`, 0.05 by default) and the bytes DuckDB spilled:
+first pass; its `int_decisions` in a file where the job would keep it there), then MODEL once under DuckDB's
+profiler, and prints its operators as `bench/profile_decisions.py` does (CPU seconds summed over threads, at
+least `--floor`, 0.05 by default) and the bytes DuckDB spilled:
 
     .venv/bin/python -P bench/pipelines_models.py /tmp/semif-bench-pipelines/records-10000000-zstd \
         --profile paired
@@ -117,30 +118,43 @@ def build_all(con: Any, models: list[Model], files: Any, settings: Any, step: An
         runner.check_segments(con)
 
 
-def profile(con: Any, models: list[Model], target: str, files: Any, floor: float) -> None:
-    """Build the models before ``target`` over the largest type's files; then ``target``, profiled."""
+def profile(con: Any, models: list[Model], files: Any, args: argparse.Namespace, settings: Any) -> None:
+    """Build the models before ``args.profile`` over the largest type's files; then it, profiled.
+
+    Where the tree keeps a pass far larger than memory in a file, that type's ``int_decisions`` is built
+    there, as the job builds it, and the heading says so.
+    """
     from bench.profile_decisions import operator_lines  # noqa: PLC0415  (imports the package)
     from pipelines import runner  # noqa: PLC0415
     from pipelines.sqlmodels import SPENT_AFTER  # noqa: PLC0415  (the runner's own dict)
 
+    target, floor = args.profile, args.floor
     index = next(i for i, m in enumerate(models) if m.name == target)
     part = files.subset(files.types_largest_first()[:1])
     part.register(con)
-    runner.build(con, models[:index], None, part)
-    # the target's column drops would be profiled in its place
-    spent = {k: v for k, v in SPENT_AFTER.items() if k != target}
-    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(SPENT_AFTER, spent, clear=True):
-        output = Path(folder) / "profile.json"
-        con.execute("set enable_profiling = 'json'")
-        con.execute("set profiling_output = $path", {"path": str(output)})
-        started, began = time.perf_counter(), cpu_seconds()
-        runner.build(con, [models[index]], None, part)
-        wall, cpu = time.perf_counter() - started, cpu_seconds() - began
-        con.execute("set enable_profiling = 'no_output'")
-        tree = json.loads(output.read_text(encoding="utf-8"))
+    store = runner.decision_store(settings) if hasattr(runner, "decision_store") else None
+    extra = () if store is None else (store,)
+    try:
+        runner.build(con, models[:index], None, part, *extra)
+        # the target's column drops would be profiled in its place
+        spent = {k: v for k, v in SPENT_AFTER.items() if k != target}
+        with tempfile.TemporaryDirectory() as folder, mock.patch.dict(SPENT_AFTER, spent, clear=True):
+            output = Path(folder) / "profile.json"
+            con.execute("set enable_profiling = 'json'")
+            con.execute("set profiling_output = $path", {"path": str(output)})
+            started, began = time.perf_counter(), cpu_seconds()
+            runner.build(con, [models[index]], None, part, *extra)
+            wall, cpu = time.perf_counter() - started, cpu_seconds() - began
+            con.execute("set enable_profiling = 'no_output'")
+            tree = json.loads(output.read_text(encoding="utf-8"))
+        on_disk = store is not None and store.path is not None
+    finally:
+        if store is not None:
+            store.close(con)
     spilled = tree.get("system", {}).get("total_bytes_spilled", 0) / 2**20
     print(f"{target} over {part.types_largest_first()[0]}: {wall:.2f} s wall, {cpu:.2f} CPU-s "
-          f"(DuckDB: {tree.get('query', {}).get('cpu_time', 0.0):.2f}), {spilled:,.0f} MiB spilled")
+          f"(DuckDB: {tree.get('query', {}).get('cpu_time', 0.0):.2f}), {spilled:,.0f} MiB spilled"
+          + (", int_decisions in a file" if on_disk else ""))
     for node in tree.get("operator", []):
         print("\n".join(operator_lines(node, floor=floor)))
 
@@ -214,7 +228,7 @@ def main() -> None:
     if args.profile is not None:
         if args.profile not in {m.name for m in models}:
             parser.error(f"--profile: no model is named {args.profile!r}")
-        profile(con, models, args.profile, files, args.floor)
+        profile(con, models, files, args, settings)
         return
     build_all(con, models, files, settings, lambda model: step(model.name))
     with tempfile.TemporaryDirectory() as out:

@@ -7,6 +7,7 @@ model lists the operators DuckDB ran for it with the rows each produced.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,25 +30,27 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
 OPERATOR = re.compile(r"^ *(?P<seconds>[\d.]+) +(?P<name>[A-Z_]+) rows=(?P<rows>\d+) (?P<detail>.*)$")
 
 
-def profiled(out: str, model: str) -> list[re.Match[str]]:
+def profiled(out: str, model: str, *, in_file: bool = False) -> list[re.Match[str]]:
     """The operator lines of ``--profile MODEL``'s output, after its heading."""
     heading, *lines = out.splitlines()
+    where = ", int_decisions in a file" if in_file else ""
     assert re.fullmatch(rf"{model} over ticket_routing: [\d.]+ s wall, [\d.]+ CPU-s \(DuckDB: [\d.]+\), "
-                        r"[\d,]+ MiB spilled", heading), heading  # ticket_routing: the largest type
+                        rf"[\d,]+ MiB spilled{where}", heading), heading  # ticket_routing: the largest type
     matches = [OPERATOR.match(line) for line in lines]
     assert all(matches), lines
     return [m for m in matches if m is not None]
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The tool run with ``args``, its output captured."""
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The tool run with ``args`` (and ``env`` added to this process's environment), its output captured."""
     return subprocess.run([sys.executable, "-P", str(TOOL), *args],  # noqa: S603  (our own script)
-                          capture_output=True, text=True, check=False, timeout=300)
+                          capture_output=True, text=True, check=False, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
-def tool(*args: str) -> str:
+def tool(*args: str, env: dict[str, str] | None = None) -> str:
     """The tool's standard output (it must exit 0)."""
-    done = run(*args)
+    done = run(*args, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -70,6 +73,26 @@ def test_a_profile_lists_the_operators_of_one_model(records: Path) -> None:
     # each side of the self-join scans the labelled rows: some, never more than the type's proposals
     scans = [int(op["rows"]) for op in operators if op["name"] == "CTE_SCAN"]
     assert 0 < max(scans) < 20_000 * 2
+
+
+def test_a_profile_builds_the_decisions_where_the_job_would(records: Path, tmp_path: Path) -> None:
+    """A pass past ``PIPELINES_DISK_RATIO`` x the memory limit is profiled with its decisions in a file.
+
+    The job's cost there is the file's write, so ``--profile int_decisions`` must time that write, not an
+    in-memory build the job would not do; the file is gone afterwards. Under the ratio, in memory as before.
+    """
+    spill = tmp_path / "spill"
+    on_disk = {"PIPELINES_DISK_RATIO": "0.000001", "PIPELINES_TEMP_DIRECTORY": str(spill)}
+    operators = profiled(tool(str(records), "--profile", "int_decisions", "--floor", "0", env=on_disk),
+                         "int_decisions", in_file=True)
+    assert [op for op in operators if op["name"] == "CREATE_TABLE_AS"]
+    assert [op for op in operators if op["name"] == "PARQUET_SCAN" and int(op["rows"]) > 0]
+    assert not list(spill.glob("decisions-*")), list(spill.iterdir())
+    # a model after int_decisions reads the file's table, and the heading still says where it was
+    cube = tool(str(records), "--profile", "int_cube", "--floor", "0", env=on_disk)
+    profiled(cube, "int_cube", in_file=True)
+    in_memory = {"PIPELINES_TEMP_DIRECTORY": str(spill)}
+    profiled(tool(str(records), "--profile", "int_decisions", "--floor", "0", env=in_memory), "int_decisions")
 
 
 def test_label_delay_dedupes_each_decision_in_one_aggregate(tmp_path_factory: pytest.TempPathFactory) -> None:
