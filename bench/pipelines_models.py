@@ -25,6 +25,7 @@ least `--floor`, 0.05 by default) and the bytes DuckDB spilled:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import resource
@@ -43,7 +44,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.pipelines import AS_OF, SINCE, UNTIL
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from pipelines.sqlmodels import Model
 
@@ -97,18 +98,28 @@ def write_marts(con: Any, out: Path, span: Any, step: Callable[[str], None], set
         step("write")
 
 
+@contextlib.contextmanager
+def tree_store(con: Any, settings: Any) -> Iterator[Any]:
+    """The tree's decision store (None in trees without one), its file removed when the block ends."""
+    from pipelines import runner  # noqa: PLC0415
+
+    store = runner.decision_store(settings) if hasattr(runner, "decision_store") else None
+    try:
+        yield store
+    finally:
+        if store is not None:
+            store.close(con)
+
+
 def build_all(con: Any, models: list[Model], files: Any, settings: Any, step: Any) -> None:
     """Every model, as the tree's runner builds them: in passes, a pass far larger than memory on disk."""
     from pipelines import runner  # noqa: PLC0415
 
     if hasattr(runner, "decision_store"):  # trees that keep a pass far larger than memory in a file
-        store = runner.decision_store(settings)
-        passes = files.passes(settings.pass_mb * 2**20)
-        print(f"passes: {passes}, on disk: {[store.on_disk(files.subset(p)) for p in passes]}")
-        try:
+        with tree_store(con, settings) as store:
+            passes = files.passes(settings.pass_mb * 2**20)
+            print(f"passes: {passes}, on disk: {[store.on_disk(files.subset(p)) for p in passes]}")
             runner.build_passes(con, models, files, passes, step, store=store)
-        finally:
-            store.close(con)
     elif hasattr(runner, "build_passes"):  # trees that group the decision types into passes
         passes = files.passes(settings.pass_mb * 2**20)
         print(f"passes: {passes}")
@@ -132,25 +143,21 @@ def profile(con: Any, models: list[Model], files: Any, args: argparse.Namespace,
     index = next(i for i, m in enumerate(models) if m.name == target)
     part = files.subset(files.types_largest_first()[:1])
     part.register(con)
-    store = runner.decision_store(settings) if hasattr(runner, "decision_store") else None
-    extra = () if store is None else (store,)
-    try:
+    # the target's column drops would be profiled in its place
+    spent = {k: v for k, v in SPENT_AFTER.items() if k != target}
+    with (tree_store(con, settings) as store, tempfile.TemporaryDirectory() as folder,
+          mock.patch.dict(SPENT_AFTER, spent, clear=True)):
+        extra = () if store is None else (store,)  # older trees' build takes no store
         runner.build(con, models[:index], None, part, *extra)
-        # the target's column drops would be profiled in its place
-        spent = {k: v for k, v in SPENT_AFTER.items() if k != target}
-        with tempfile.TemporaryDirectory() as folder, mock.patch.dict(SPENT_AFTER, spent, clear=True):
-            output = Path(folder) / "profile.json"
-            con.execute("set enable_profiling = 'json'")
-            con.execute("set profiling_output = $path", {"path": str(output)})
-            started, began = time.perf_counter(), cpu_seconds()
-            runner.build(con, [models[index]], None, part, *extra)
-            wall, cpu = time.perf_counter() - started, cpu_seconds() - began
-            con.execute("set enable_profiling = 'no_output'")
-            tree = json.loads(output.read_text(encoding="utf-8"))
+        output = Path(folder) / "profile.json"
+        con.execute("set enable_profiling = 'json'")
+        con.execute("set profiling_output = $path", {"path": str(output)})
+        started, began = time.perf_counter(), cpu_seconds()
+        runner.build(con, [models[index]], None, part, *extra)
+        wall, cpu = time.perf_counter() - started, cpu_seconds() - began
+        con.execute("set enable_profiling = 'no_output'")
+        tree = json.loads(output.read_text(encoding="utf-8"))
         on_disk = store is not None and store.path is not None
-    finally:
-        if store is not None:
-            store.close(con)
     spilled = tree.get("system", {}).get("total_bytes_spilled", 0) / 2**20
     print(f"{target} over {part.types_largest_first()[0]}: {wall:.2f} s wall, {cpu:.2f} CPU-s "
           f"(DuckDB: {tree.get('query', {}).get('cpu_time', 0.0):.2f}), {spilled:,.0f} MiB spilled"
