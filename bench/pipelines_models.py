@@ -115,18 +115,18 @@ def build_all(con: Any, models: list[Model], files: Any, settings: Any, step: An
     """Every model, as the tree's runner builds them: in passes, a pass far larger than memory on disk."""
     from pipelines import runner  # noqa: PLC0415
 
-    if hasattr(runner, "decision_store"):  # trees that keep a pass far larger than memory in a file
-        with tree_store(con, settings) as store:
+    with tree_store(con, settings) as store:
+        if store is not None:  # trees that keep a pass far larger than memory in a file
             passes = files.passes(settings.pass_mb * 2**20)
             print(f"passes: {passes}, on disk: {[store.on_disk(files.subset(p)) for p in passes]}")
             runner.build_passes(con, models, files, passes, step, store=store)
-    elif hasattr(runner, "build_passes"):  # trees that group the decision types into passes
-        passes = files.passes(settings.pass_mb * 2**20)
-        print(f"passes: {passes}")
-        runner.build_passes(con, models, files, passes, step)
-    else:
-        runner.build(con, models, step, files)
-        runner.check_segments(con)
+        elif hasattr(runner, "build_passes"):  # trees that group the decision types into passes
+            passes = files.passes(settings.pass_mb * 2**20)
+            print(f"passes: {passes}")
+            runner.build_passes(con, models, files, passes, step)
+        else:
+            runner.build(con, models, step, files)
+            runner.check_segments(con)
 
 
 def profile(con: Any, models: list[Model], files: Any, args: argparse.Namespace, settings: Any) -> None:
