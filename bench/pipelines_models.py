@@ -116,17 +116,15 @@ def build_all(con: Any, models: list[Model], files: Any, settings: Any, step: An
     from pipelines import runner  # noqa: PLC0415
 
     with tree_store(con, settings) as store:
-        if store is not None:  # trees that keep a pass far larger than memory in a file
-            passes = files.passes(settings.pass_mb * 2**20)
-            print(f"passes: {passes}, on disk: {[store.on_disk(files.subset(p)) for p in passes]}")
-            runner.build_passes(con, models, files, passes, step, store=store)
-        elif hasattr(runner, "build_passes"):  # trees that group the decision types into passes
-            passes = files.passes(settings.pass_mb * 2**20)
-            print(f"passes: {passes}")
-            runner.build_passes(con, models, files, passes, step)
-        else:
+        if not hasattr(runner, "build_passes"):  # trees that build every decision type at once
             runner.build(con, models, step, files)
             runner.check_segments(con)
+            return
+        passes = files.passes(settings.pass_mb * 2**20)
+        # trees with a store keep a pass far larger than memory in a file
+        where = "" if store is None else f", on disk: {[store.on_disk(files.subset(p)) for p in passes]}"
+        print(f"passes: {passes}{where}")
+        runner.build_passes(con, models, files, passes, step, **({} if store is None else {"store": store}))
 
 
 def profile(con: Any, models: list[Model], files: Any, args: argparse.Namespace, settings: Any) -> None:
