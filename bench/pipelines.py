@@ -17,6 +17,9 @@ Peak memory is that of the largest process (the worker, or Spark's JVM, its chil
         --only duckdb                                             # the DuckDB side alone
     .venv/bin/python bench/pipelines.py --engine spark --repeats 1   # DuckDB beside Spark (local[*])
     .venv/bin/python bench/pipelines.py --decisions 10000000 --only duckdb --audited --candidates 1 2 4
+    .venv/bin/python bench/pipelines.py --decisions 10000000 --only duckdb floor --audited --candidates 1 2
+
+`floor` is the job's read and join alone (bench/pipelines_floor.py): what no change to the models can save.
 """
 
 from __future__ import annotations
@@ -44,7 +47,12 @@ def worker(kind: str, root: Path, out: Path) -> None:
     if kind == "spark":
         spark_worker(root, out)
         return
-    if kind == "duckdb":
+    if kind == "floor":
+        from bench.pipelines_floor import read_and_join  # noqa: PLC0415
+
+        started = time.perf_counter()
+        read_and_join(root, SINCE, UNTIL, AS_OF)
+    elif kind == "duckdb":
         from pipelines import runner  # noqa: PLC0415  (each worker imports only its own side)
         from pipelines.prices import load_prices  # noqa: PLC0415
         from pipelines.settings import PipelineSettings  # noqa: PLC0415
@@ -238,9 +246,9 @@ def bench(args: argparse.Namespace) -> None:
                     results[candidates][kind].append(measure(kind, roots[candidates], out))
         for candidates, by_kind in results.items():
             report(args, decisions, candidates, by_kind)
-        if len(counts) > 1:
-            first = {c: median(by_kind[sides[0]]) for c, by_kind in results.items()}
-            print(beyond_the_first(first, sides[0]), flush=True)
+        for index, kind in enumerate(sides if len(counts) > 1 else ()):  # the others: their step alone
+            lines = beyond_the_first({c: median(by_kind[kind]) for c, by_kind in results.items()}, kind)
+            print(lines if index == 0 else lines.splitlines()[0], flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 
@@ -258,6 +266,10 @@ def report(args: argparse.Namespace, decisions: int, candidates: int, results: d
         times = ", ".join(f"{t:.1f}" for t, _, _ in runs)
         print(f"{decisions:>11,} {candidates:>5} {kind:<15} {median(runs):>9.1f} {cpu:>7.1f} {len(runs):>5} "
               f"{peak:>9.0f} {base / median(runs):>8.1f}x   runs: {times}", flush=True)
+    if "duckdb" in results and "floor" in results:
+        job, floor = median(results["duckdb"]), median(results["floor"])
+        print(f"{'':>17} duckdb job / its read-and-join floor: {job / floor:.1f}x "
+              f"({job - floor:.1f} s of modelling and output)", flush=True)
     if len(results) < 2 or "pandas" not in results:
         return
     duck_out = args.data_dir / f"out-duckdb-{decisions}-{candidates}"
@@ -299,10 +311,11 @@ def main() -> None:
                         help="records with each week's audit sample answered (about 0.9%% audited at 10M)")
     parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
                         help="spark: DuckDB beside the Spark engine instead of beside pandas")
-    parser.add_argument("--only", choices=["duckdb", "pandas", "spark"], nargs="+",
-                        help="run only these sides (speed-up is then against the first one)")
+    parser.add_argument("--only", choices=["duckdb", "pandas", "spark", "floor"], nargs="+",
+                        help="run only these sides (speed-up is then against the first one); "
+                             "floor: the job's read and join alone (bench/pipelines_floor.py)")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/semif-bench-pipelines"))  # noqa: S108
-    parser.add_argument("--worker", choices=["duckdb", "pandas", "spark"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["duckdb", "pandas", "spark", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -16,8 +16,11 @@ import pytest
 from bench.pipelines import beyond_the_first
 
 TOOL = Path(__file__).resolve().parents[2] / "bench" / "pipelines.py"
-ROW = re.compile(r"^ +[\d,]+ +(?P<candidates>\d) duckdb +(?P<median>[\d.]+) +[\d.]+ +1 +\d+ +[\d.]+x"
-                 r"   runs: ")
+ROW = re.compile(r"^ +[\d,]+ +(?P<candidates>\d) (?P<side>duckdb|floor) +(?P<median>[\d.]+) +[\d.]+ +1 +\d+ "
+                 r"+(?P<ratio>[\d.]+)x   runs: ")
+FLOOR = re.compile(r"^ +duckdb job / its read-and-join floor: (?P<ratio>[\d.]+)x \((?P<rest>[\d.-]+) s of "
+                   r"modelling and output\)$")
+FLOOR_STEP = re.compile(r"^ +floor, each candidate beyond 1: (?P<unit>[\d.-]+) s from 1 to 2$")
 STEP = re.compile(r"^ +duckdb, each candidate beyond 1: (?P<unit>[\d.-]+) s from 1 to 2$")
 FOUR = re.compile(r"^ +4 candidates: T4 - T1 = (?P<cost>[\d.-]+) s against 3 x (?P<unit>[\d.-]+) = "
                   r"(?P<linear>[\d.-]+) s: (?P<verdict>at most linear|more than linear)$")
@@ -33,16 +36,33 @@ def test_the_verdict_compares_the_cost_beyond_the_first_with_the_first_step() ->
 
 @pytest.mark.slow
 def test_one_row_per_candidate_count_then_the_cost_beyond_the_first(tmp_path: Path) -> None:
-    """20,000 audited decisions with 1, 2 and 4 candidates, one DuckDB run each, round-robin."""
+    """20,000 audited decisions with 1, 2 and 4 candidates, a DuckDB run and a floor run each, round-robin.
+
+    The floor (the job's read and join alone) has its row, the job's ratio to it and its own first step.
+    """
     done = subprocess.run(  # noqa: S603  (our own script)
-        [sys.executable, "-P", str(TOOL), "--decisions", "20000", "--repeats", "1", "--only", "duckdb",
-         "--audited", "--candidates", "1", "2", "4", "--data-dir", str(tmp_path)],
+        [sys.executable, "-P", str(TOOL), "--decisions", "20000", "--repeats", "1",
+         "--only", "duckdb", "floor", "--audited", "--candidates", "1", "2", "4",
+         "--data-dir", str(tmp_path)],
         capture_output=True, text=True, check=False, timeout=600,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    rows = {int(m["candidates"]): float(m["median"]) for m in map(ROW.match, lines) if m}
+    matched = [m for m in map(ROW.match, lines) if m]
+    rows = {int(m["candidates"]): float(m["median"]) for m in matched if m["side"] == "duckdb"}
+    floors = {int(m["candidates"]): m for m in matched if m["side"] == "floor"}
     assert sorted(rows) == [1, 2, 4], done.stdout
+    assert sorted(floors) == [1, 2, 4], done.stdout
+    ratios = [m for m in map(FLOOR.match, lines) if m]
+    assert len(ratios) == 3, done.stdout
+    for count, ratio in zip([1, 2, 4], ratios, strict=True):
+        floor = float(floors[count]["median"])
+        assert float(floors[count]["ratio"]) == float(ratio["ratio"])  # the row's speed-up is the same ratio
+        if floor >= 0.1:  # printed to 0.1 s: a floor printed as 0.0 gives no ratio to check against
+            assert float(ratio["ratio"]) == pytest.approx(rows[count] / floor, rel=0.2, abs=0.11)
+        assert float(ratio["rest"]) == pytest.approx(rows[count] - floor, abs=0.11)
+    assert len([m for m in map(FLOOR_STEP.match, lines) if m]) == 1, done.stdout
+    assert len([m for m in map(FOUR.match, lines) if m]) == 1, done.stdout  # the job's verdict only
     step = next(m for m in map(STEP.match, lines) if m)
     four = next(m for m in map(FOUR.match, lines) if m)
     unit = rows[2] - rows[1]  # the printed medians, rounded to 0.1 s: the line may differ by rounding only
