@@ -74,6 +74,22 @@ def test_one_row_per_candidate_count_then_the_cost_beyond_the_first(tmp_path: Pa
         assert four["verdict"] == ("at most linear" if cost < linear else "more than linear")
 
 
+def test_the_floor_reads_and_joins_every_proposal_of_the_window(tmp_path: Path) -> None:
+    """The floor's join returns one row per proposal in the window (every type, both candidates).
+
+    Counted independently with pyarrow over the proposals' files: a floor that skipped a type, a candidate
+    or the join's rows would be cheaper than the job's read and understate what the models cost.
+    """
+    import pyarrow.dataset as pads  # noqa: PLC0415
+
+    from bench.pipelines import AS_OF, SINCE, UNTIL, ensure_data  # noqa: PLC0415
+    from bench.pipelines_floor import read_and_join  # noqa: PLC0415
+
+    root = ensure_data(tmp_path, 2_000, 2, audited=True)
+    proposals = pads.dataset(root / "proposals", format="parquet", partitioning="hive")
+    assert read_and_join(root, SINCE, UNTIL, AS_OF) == proposals.count_rows() == 4_000
+
+
 @pytest.mark.slow
 def test_a_runs_peak_memory_is_its_own_not_the_parents(tmp_path: Path) -> None:
     """A run started while the benchmark's own process is large reports the run's memory, not the parent's.
