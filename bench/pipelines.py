@@ -35,11 +35,28 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 AS_OF = dt.datetime(2027, 1, 31, tzinfo=dt.UTC)
 SINCE, UNTIL = "2026-W44", "2026-W48"
+
+if TYPE_CHECKING:
+    from pipelines.runner import Job
+
+
+def bench_job(root: Path, out: Path | None = None) -> Job:
+    """The job every side times: `pipelines run --since SINCE --until UNTIL` at ``AS_OF`` on ``root``."""
+    from pipelines import runner  # noqa: PLC0415  (each worker imports only its own side)
+    from pipelines.prices import load_prices  # noqa: PLC0415
+    from pipelines.settings import PipelineSettings  # noqa: PLC0415
+    from pipelines.storage import open_root  # noqa: PLC0415
+    from pipelines.weeks import window  # noqa: PLC0415
+
+    settings = PipelineSettings()
+    span = window(SINCE, UNTIL, settings.reference_weeks, AS_OF, dt.timedelta(days=3))
+    return runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out)
 
 
 def worker(kind: str, root: Path, out: Path) -> None:
@@ -51,18 +68,12 @@ def worker(kind: str, root: Path, out: Path) -> None:
         from bench.pipelines_floor import read_and_join  # noqa: PLC0415
 
         started = time.perf_counter()
-        read_and_join(root, SINCE, UNTIL, AS_OF)
+        read_and_join(bench_job(root))
     elif kind == "duckdb":
         from pipelines import runner  # noqa: PLC0415  (each worker imports only its own side)
-        from pipelines.prices import load_prices  # noqa: PLC0415
-        from pipelines.settings import PipelineSettings  # noqa: PLC0415
-        from pipelines.storage import open_root  # noqa: PLC0415
-        from pipelines.weeks import window  # noqa: PLC0415
 
         started = time.perf_counter()
-        settings = PipelineSettings()
-        span = window(SINCE, UNTIL, settings.reference_weeks, AS_OF, dt.timedelta(days=3))
-        runner.run(runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out))
+        runner.run(bench_job(root, out))
     else:
         import pandas as pd  # noqa: PLC0415
 
@@ -85,19 +96,13 @@ def peak_mib(pid: int) -> float:
 
 def spark_worker(root: Path, out: Path) -> None:
     """The Spark engine once, after its session has started; prints job and start-up seconds."""
-    from pipelines import runner, spark_runner  # noqa: PLC0415
-    from pipelines.prices import load_prices  # noqa: PLC0415
-    from pipelines.settings import PipelineSettings  # noqa: PLC0415
-    from pipelines.storage import open_root  # noqa: PLC0415
-    from pipelines.weeks import window  # noqa: PLC0415
+    from pipelines import spark_runner  # noqa: PLC0415
 
     begun = time.perf_counter()
     spark = spark_runner.session("local[*]", {"spark.ui.enabled": "false", "spark.driver.memory": "4g",
                                               "spark.ui.showConsoleProgress": "false"})
     started = time.perf_counter()
-    settings = PipelineSettings()
-    span = window(SINCE, UNTIL, settings.reference_weeks, AS_OF, dt.timedelta(days=3))
-    job = runner.Job(settings, open_root(str(root)), span, load_prices(settings.prices_file), out)
+    job = bench_job(root, out)
     result, _ = spark_runner.run(job, spark=spark)
     seconds = time.perf_counter() - started
     stages = dict(sorted(result.seconds.items(), key=lambda kv: -kv[1]))
@@ -246,9 +251,10 @@ def bench(args: argparse.Namespace) -> None:
                     results[candidates][kind].append(measure(kind, roots[candidates], out))
         for candidates, by_kind in results.items():
             report(args, decisions, candidates, by_kind)
-        for index, kind in enumerate(sides if len(counts) > 1 else ()):  # the others: their step alone
-            lines = beyond_the_first({c: median(by_kind[kind]) for c, by_kind in results.items()}, kind)
-            print(lines if index == 0 else lines.splitlines()[0], flush=True)
+        if len(counts) > 1:
+            for kind in sides:  # the first side's verdict; the others' first step alone
+                lines = beyond_the_first({c: median(by_kind[kind]) for c, by_kind in results.items()}, kind)
+                print(lines if kind == sides[0] else lines.splitlines()[0], flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 

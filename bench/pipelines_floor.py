@@ -11,11 +11,10 @@ table and the marts' output cost on top of reading the records.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from pipelines.runner import Job
 
 FLOOR_MODELS = ("stg_proposals", "stg_outcomes")
 """The staging views the floor reads: the job's own SQL, not a copy."""
@@ -30,23 +29,18 @@ left join (
 """Every proposal column the job reads with its outcome, each counted (a count cannot skip the column)."""
 
 
-def read_and_join(root: Path, since: str, until: str, as_of: dt.datetime) -> int:
-    """Read and join the window's proposals and outcomes as the job does; the number of rows joined."""
+def read_and_join(job: Job) -> int:
+    """Read and join the job's window of proposals and outcomes as the job does; the number of rows joined."""
     from pipelines import runner  # noqa: PLC0415  (the worker imports only its own side)
     from pipelines.bind import bind_config  # noqa: PLC0415
-    from pipelines.prices import load_prices  # noqa: PLC0415
-    from pipelines.settings import PipelineSettings  # noqa: PLC0415
     from pipelines.source import register_window  # noqa: PLC0415
     from pipelines.sqlmodels import load_model  # noqa: PLC0415
-    from pipelines.storage import open_root  # noqa: PLC0415
-    from pipelines.weeks import window  # noqa: PLC0415
 
-    settings = PipelineSettings()
-    span = window(since, until, settings.reference_weeks, as_of, dt.timedelta(days=3))
-    con = runner.connect(settings)
+    span = job.window
+    con = runner.connect(job.settings)
     try:
-        bind_config(con, settings, span, load_prices(settings.prices_file))
-        files = register_window(con, open_root(str(root)), span.read_start, span.read_end, span.as_of)
+        bind_config(con, job.settings, span, job.prices)
+        files = register_window(con, job.root, span.read_start, span.read_end, span.as_of)
         for name in FLOOR_MODELS:
             con.execute(load_model(name).create_statement())
         rows = 0

@@ -82,12 +82,12 @@ def test_the_floor_reads_and_joins_every_proposal_of_the_window(tmp_path: Path) 
     """
     import pyarrow.dataset as pads  # noqa: PLC0415
 
-    from bench.pipelines import AS_OF, SINCE, UNTIL, ensure_data  # noqa: PLC0415
+    from bench.pipelines import bench_job, ensure_data  # noqa: PLC0415
     from bench.pipelines_floor import read_and_join  # noqa: PLC0415
 
     root = ensure_data(tmp_path, 2_000, 2, audited=True)
     proposals = pads.dataset(root / "proposals", format="parquet", partitioning="hive")
-    assert read_and_join(root, SINCE, UNTIL, AS_OF) == proposals.count_rows() == 4_000
+    assert read_and_join(bench_job(root)) == proposals.count_rows() == 4_000
 
 
 @pytest.mark.slow
